@@ -1,0 +1,71 @@
+"""rdfmem: an AI agent's memory in RDF.
+
+``RdfStore`` is a key/value Store and a TripleStore over embedded Oxigraph (default), rdflib,
+or any SPARQL 1.1 server; the decision graph, generalisations and scoped memories on top of it
+are plain RDF that any SPARQL tool can read.
+"""
+
+from .backends import Backend, OxigraphBackend, RdflibBackend
+from .errors import (
+    BackingError,
+    CheckpointError,
+    DecisionGraphError,
+    FormatError,
+    GeneralisationNotFound,
+    GeneralisationParseError,
+    IncompatibleSnapshot,
+    InvalidKey,
+    InvalidTerm,
+    InvalidTitle,
+    InvalidValue,
+    KeyNotFound,
+    LeaseDenied,
+    LeaseExpired,
+    MemoryNotFound,
+    NodeNotFound,
+    NotAGeneralisation,
+    QueryError,
+    RdfMemError,
+    SchemaError,
+    StoreAlreadyOpen,
+    StoreError,
+    Unreachable,
+)
+from .ontology import ontology_path
+from .results import GraphResult, SelectResult
+from .store import RdfStore
+from .typed import TypedStore
+
+__all__ = [
+    "Backend",
+    "BackingError",
+    "CheckpointError",
+    "DecisionGraphError",
+    "FormatError",
+    "GeneralisationNotFound",
+    "GeneralisationParseError",
+    "GraphResult",
+    "IncompatibleSnapshot",
+    "InvalidKey",
+    "InvalidTerm",
+    "InvalidTitle",
+    "InvalidValue",
+    "KeyNotFound",
+    "LeaseDenied",
+    "LeaseExpired",
+    "MemoryNotFound",
+    "NodeNotFound",
+    "NotAGeneralisation",
+    "OxigraphBackend",
+    "QueryError",
+    "RdfMemError",
+    "RdfStore",
+    "RdflibBackend",
+    "SchemaError",
+    "SelectResult",
+    "StoreAlreadyOpen",
+    "StoreError",
+    "TypedStore",
+    "Unreachable",
+    "ontology_path",
+]

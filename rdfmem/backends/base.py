@@ -1,0 +1,185 @@
+"""The backend contract: the only code in rdfmem that does I/O.
+
+A backend is a handful of methods (``query``, ``update``, ``match``, ``apply``, ``close``,
+with ``load``/``dump`` defaulting to pyoxigraph's parsers and serialisers over ``match`` and
+``apply``). Everything ``RdfStore`` offers is written once on top of them, so a new backend
+is a small class. Capabilities are class flags, not exceptions to catch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar, TypeAlias, TypeVar
+
+from pyoxigraph import (
+    BlankNode,
+    DefaultGraph,
+    Literal,
+    NamedNode,
+    Quad,
+    QueryBoolean,
+    QuerySolutions,
+    QueryTriples,
+    RdfFormat,
+    Triple,
+    parse,
+    serialize,
+)
+
+from ..errors import FormatError
+
+__all__ = ["Backend", "RawResult"]
+
+T = TypeVar("T")
+Subject: TypeAlias = NamedNode | BlankNode
+Object: TypeAlias = NamedNode | BlankNode | Literal
+Graph: TypeAlias = NamedNode | BlankNode | DefaultGraph
+#: What ``Backend.query`` returns: pyoxigraph's own result types, whichever the backend.
+RawResult: TypeAlias = QuerySolutions | QueryBoolean | QueryTriples | bool | list[Triple]
+
+
+class Backend(ABC):
+    """Storage and SPARQL evaluation for an ``RdfStore``.
+
+    Flags:
+        supports_update: SPARQL Update is available.
+        read_only: every write raises.
+        exclusive_writer: every write passes through this object (embedded stores), so
+            ``RdfStore`` may cache what it read; a shared remote server is not.
+        persistent: the data outlives the process.
+    """
+
+    supports_update: ClassVar[bool] = True
+    read_only: ClassVar[bool] = False
+    exclusive_writer: ClassVar[bool] = True
+    persistent: bool = False
+
+    def __init__(self) -> None:
+        #: Serialises read-modify-write cycles of the stores sharing this backend.
+        self.lock = threading.RLock()
+        #: Bumped by ``RdfStore`` after every write, so caches know when to forget.
+        self.generation = 0
+
+    # -- the contract -------------------------------------------------------------------
+
+    @abstractmethod
+    def query(
+        self,
+        sparql: str,
+        *,
+        base_iri: str | None = None,
+        default_graph: Sequence[Graph] | None = None,
+        named_graphs: Sequence[NamedNode | BlankNode] | None = None,
+        substitutions: Mapping[str, Object] | None = None,
+    ) -> RawResult:
+        """Evaluate a SPARQL 1.1 query; ``substitutions`` pre-bind variables (SEP-0007).
+
+        Raises:
+            QueryError: the query does not parse or fails.
+        """
+
+    @abstractmethod
+    def update(self, sparql: str, *, base_iri: str | None = None) -> None:
+        """Run a SPARQL 1.1 Update request, all of it or none of it.
+
+        Raises:
+            QueryError: the update does not parse or fails.
+        """
+
+    @abstractmethod
+    def match(
+        self,
+        subject: Subject | None = None,
+        predicate: NamedNode | None = None,
+        object: Object | None = None,
+        graph: Graph | None = None,
+    ) -> Iterator[Quad]:
+        """The quads matching a pattern; ``None`` matches anything, every graph included."""
+
+    @abstractmethod
+    def apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        """Remove then add quads in one atomic step (all or nothing, as the backend allows)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release files, locks and connections; idempotent."""
+
+    # -- defaults written once over the contract ------------------------------------------
+
+    def load(
+        self,
+        data: bytes,
+        format: RdfFormat,
+        *,
+        base_iri: str | None = None,
+        to_graph: NamedNode | BlankNode | None = None,
+    ) -> int:
+        """Parse ``data`` and add its quads in one step; returns how many were read.
+
+        Raises:
+            FormatError: the data does not parse as ``format``.
+        """
+        quads = parse_rdf(data, format, base_iri=base_iri, to_graph=to_graph)
+        self.apply([], quads)
+        return len(quads)
+
+    def dump(
+        self,
+        format: RdfFormat,
+        *,
+        from_graph: Graph | None = None,
+        prefixes: Mapping[str, str] | None = None,
+    ) -> bytes:
+        """Serialise one graph (triple formats) or every graph (dataset formats)."""
+        if format.supports_datasets:
+            items: Iterable[Quad | Triple] = list(self.match())
+        else:
+            graph = DefaultGraph() if from_graph is None else from_graph
+            items = [q.triple for q in self.match(None, None, None, graph)]
+        return bytes(serialize(items, None, format, prefixes=dict(prefixes or {})) or b"")
+
+    def exclusive(self, subjects: Sequence[NamedNode]) -> AbstractContextManager[Any]:
+        """Hold the right to read-modify-write ``subjects`` (here: the process-wide lock).
+
+        A remote backend overrides this with a lease shared by every client of the server.
+        """
+        return self.lock
+
+    async def run_async(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking call for an ``a*`` twin without blocking the event loop."""
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def parse_rdf(
+    data: bytes,
+    format: RdfFormat,
+    *,
+    base_iri: str | None = None,
+    to_graph: NamedNode | BlankNode | None = None,
+) -> list[Quad]:
+    """Parse RDF with pyoxigraph into quads; triples land in ``to_graph`` (default graph).
+
+    Raises:
+        FormatError: the data does not parse, with the parser's message.
+    """
+    try:
+        parsed = list(parse(data, format, base_iri=base_iri))
+    except (SyntaxError, ValueError) as exc:
+        raise FormatError(f"cannot parse {format.name}: {exc}") from exc
+    graph: Graph = DefaultGraph() if to_graph is None else to_graph
+    quads: list[Quad] = []
+    for item in parsed:
+        if isinstance(item, Quad) and not (
+            to_graph is not None and isinstance(item.graph_name, DefaultGraph)
+        ):
+            quads.append(item)
+        else:
+            quads.append(Quad(item.subject, item.predicate, item.object, graph))
+    return quads

@@ -1,0 +1,204 @@
+"""Embedded Oxigraph: in memory, or on disk (RocksDB) at a path. The default backend."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from pyoxigraph import (
+    BlankNode,
+    NamedNode,
+    Quad,
+    RdfFormat,
+    Store,
+    Variable,
+)
+
+from ..errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
+from .base import Backend, Graph, Object, RawResult, Subject
+
+__all__ = ["OxigraphBackend"]
+
+
+class OxigraphBackend(Backend):
+    """A pyoxigraph ``Store``: in memory when ``path`` is None, else on disk.
+
+    >>> backend = OxigraphBackend()
+    >>> backend.persistent
+    False
+
+    Raises:
+        StoreAlreadyOpen: ``path`` is already open by another store (this or another process).
+        BackingError: the path cannot be opened for another reason.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, store: Store | None = None):
+        super().__init__()
+        self.path = None if path is None else Path(path)
+        self.persistent = path is not None
+        if store is not None:
+            self.store = store
+            return
+        try:
+            self.store = Store(str(self.path)) if self.path is not None else Store()
+        except OSError as exc:
+            if "lock" in str(exc).lower():
+                raise StoreAlreadyOpen(
+                    f"the store at {self.path} is already open; close it first "
+                    "(an on-disk Oxigraph store can be opened by one RdfStore at a time)",
+                    cause=exc,
+                ) from exc
+            raise BackingError(f"cannot open the store at {self.path}: {exc}", cause=exc) from exc
+
+    def query(
+        self,
+        sparql: str,
+        *,
+        base_iri: str | None = None,
+        default_graph: Sequence[Graph] | None = None,
+        named_graphs: Sequence[NamedNode | BlankNode] | None = None,
+        substitutions: Mapping[str, Object] | None = None,
+    ) -> RawResult:
+        subs = None if not substitutions else {Variable(k): v for k, v in substitutions.items()}
+        try:
+            return self.store.query(
+                sparql,
+                base_iri=base_iri,
+                default_graph=list(default_graph) if default_graph is not None else None,
+                named_graphs=list(named_graphs) if named_graphs is not None else None,
+                substitutions=subs,
+            )
+        except SyntaxError as exc:
+            raise QueryError(f"SPARQL syntax error: {exc}") from exc
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise QueryError(f"SPARQL query failed: {exc}") from exc
+
+    def update(self, sparql: str, *, base_iri: str | None = None) -> None:
+        try:
+            self.store.update(sparql, base_iri=base_iri)
+        except SyntaxError as exc:
+            raise QueryError(f"SPARQL Update syntax error: {exc}") from exc
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise QueryError(f"SPARQL Update failed: {exc}") from exc
+
+    def match(
+        self,
+        subject: Subject | None = None,
+        predicate: NamedNode | None = None,
+        object: Object | None = None,
+        graph: Graph | None = None,
+    ) -> Iterator[Quad]:
+        return iter(self.store.quads_for_pattern(subject, predicate, object, graph))
+
+    def apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        store = self.store
+        try:
+            if not remove:
+                store.extend(add)  # one transaction
+            elif not self.persistent and len(remove) == 1 and len(add) <= 1:
+                # In memory, a crash loses everything anyway; add first so that a concurrent
+                # reader sees the old or the new value, never neither.
+                if add:
+                    store.add(add[0])
+                if not add or add[0] != remove[0]:
+                    store.remove(remove[0])
+            elif _has_blank_node(remove) or _has_blank_node(add):
+                # SPARQL DATA blocks cannot name existing blank nodes: two transactions.
+                store.extend(add)
+                for quad in remove:
+                    store.remove(quad)
+            else:
+                store.update(_edit_request(remove, add))  # one transaction
+        except OSError as exc:
+            raise BackingError(f"write failed: {exc}", cause=exc) from exc
+
+    def load(
+        self,
+        data: bytes,
+        format: RdfFormat,
+        *,
+        base_iri: str | None = None,
+        to_graph: NamedNode | BlankNode | None = None,
+    ) -> int:
+        before = len(self.store)
+        try:
+            self.store.load(data, format, base_iri=base_iri, to_graph=to_graph)
+        except SyntaxError as exc:
+            raise FormatError(f"cannot parse {format.name}: {exc}") from exc
+        except OSError as exc:
+            raise BackingError(f"load failed: {exc}", cause=exc) from exc
+        return len(self.store) - before
+
+    def dump(
+        self,
+        format: RdfFormat,
+        *,
+        from_graph: Graph | None = None,
+        prefixes: Mapping[str, str] | None = None,
+    ) -> bytes:
+        if format.supports_datasets:
+            out = self.store.dump(format=format, prefixes=dict(prefixes or {}))
+        else:
+            out = self.store.dump(
+                format=format,
+                from_graph=from_graph if from_graph is not None else _default_graph(),
+                prefixes=dict(prefixes or {}),
+            )
+        return bytes(out or b"")
+
+    def close(self) -> None:
+        if self.persistent:
+            with contextlib.suppress(OSError):
+                self.store.flush()
+        # pyoxigraph releases the RocksDB lock when the Store is collected.
+        self.__dict__.pop("store", None)
+
+    def __getattr__(self, name: str) -> object:
+        if name == "store":
+            raise BackingError("this backend is closed", cause=None)
+        raise AttributeError(name)
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def __repr__(self) -> str:
+        where = str(self.path) if self.path is not None else "memory"
+        return f"OxigraphBackend({where!r})"
+
+
+def _default_graph() -> Graph:
+    from pyoxigraph import DefaultGraph
+
+    return DefaultGraph()
+
+
+def _has_blank_node(quads: Sequence[Quad]) -> bool:
+    return any(
+        isinstance(q.subject, BlankNode)
+        or isinstance(q.object, BlankNode)
+        or isinstance(q.graph_name, BlankNode)
+        for q in quads
+    )
+
+
+def _data_block(quads: Sequence[Quad]) -> str:
+    from pyoxigraph import DefaultGraph
+
+    parts = []
+    for q in quads:
+        triple = f"{q.subject} {q.predicate} {q.object} ."
+        if isinstance(q.graph_name, DefaultGraph):
+            parts.append(triple)
+        else:
+            parts.append(f"GRAPH {q.graph_name} {{ {triple} }}")
+    return " ".join(parts)
+
+
+def _edit_request(remove: Sequence[Quad], add: Sequence[Quad]) -> str:
+    """``DELETE DATA {…} ; INSERT DATA {…}``: terms in N-Triples syntax, escaped by pyoxigraph."""
+    request = f"DELETE DATA {{ {_data_block(remove)} }}"
+    if add:
+        request += f" ; INSERT DATA {{ {_data_block(add)} }}"
+    return request

@@ -1,0 +1,248 @@
+"""The key/value half of ``RdfStore`` (the Dagonizer Store contract), over any backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pyoxigraph import Literal, NamedNode, Quad
+
+from .backends.base import Backend
+from .errors import IncompatibleSnapshot, InvalidKey
+from .keys import KeyCodec, check_key, decode_value, encode_value, loads
+
+__all__ = ["KeyValue", "SNAPSHOT_TYPE", "SNAPSHOT_VERSION"]
+
+SNAPSHOT_TYPE = "rdfmem-store-v1"
+SNAPSHOT_VERSION = 1
+_ABSENT = ""  # never valid JSON text, so it can mark "no entry" in the cache
+_CACHE_LIMIT = 100_000
+
+
+class _ReadCache:
+    """JSON text of recently read or written entries, forgotten whenever the backend is
+    written by anyone (``backend.generation`` moves). Only used on backends whose every
+    write passes through rdfmem (``exclusive_writer``)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.generation = -1
+        self.data: dict[str, str] = {}
+
+    def get(self, key: str) -> str | None:
+        if self.generation != self.backend.generation:
+            return None
+        return self.data.get(key)
+
+    def put(self, key: str, text: str, generation: int) -> None:
+        # Only a value read (or written) at the backend's current generation is kept.
+        if generation != self.backend.generation:
+            return
+        if self.generation != generation or len(self.data) >= _CACHE_LIMIT:
+            self.data = {}
+            self.generation = generation
+        self.data[key] = text
+
+
+class KeyValue:
+    """get / set / has / delete / update / keys / snapshot / restore, reified as triples."""
+
+    backend: Backend
+    namespace: str
+    _codec: KeyCodec
+    _kv_graph: NamedNode
+    _value_predicate: NamedNode
+    _cache: _ReadCache | None
+
+    def _init_kv(self) -> None:
+        self._cache = _ReadCache(self.backend) if self.backend.exclusive_writer else None
+
+    def _wrote(self) -> None:
+        self.backend.generation += 1
+
+    def _entry_quads(self, subject: NamedNode) -> list[Quad]:
+        return list(self.backend.match(subject, self._value_predicate, None, self._kv_graph))
+
+    def _entry(self, subject: NamedNode, value: Any) -> Quad:
+        return Quad(subject, self._value_predicate, encode_value(value), self._kv_graph)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value stored under ``key``, or ``default``.
+
+        >>> from rdfmem import RdfStore
+        >>> store = RdfStore()
+        >>> store.set("budget", 4096)
+        >>> store.get("budget"), store.get("missing", 0)
+        (4096, 0)
+
+        Raises:
+            InvalidKey: the key is empty or not a str.
+        """
+        subject = self._codec.subject(key)
+        cache = self._cache
+        text = cache.get(key) if cache is not None else None
+        if text is None:
+            generation = self.backend.generation
+            quads = self._entry_quads(subject)
+            text = quads[0].object.value if quads else _ABSENT
+            if cache is not None:
+                cache.put(key, text, generation)
+        return loads(text) if text else default
+
+    def set(self, key: str, value: Any) -> None:
+        """Store a JSON value under ``key``; the last write wins.
+
+        Raises:
+            InvalidKey: the key is empty or not a str.
+            InvalidValue: the value is not JSON; nothing is written.
+        """
+        subject = self._codec.subject(key)
+        new = self._entry(subject, value)
+        with self.backend.exclusive([subject]):
+            self.backend.apply(self._entry_quads(subject), [new])
+            self._wrote()
+            if self._cache is not None:
+                self._cache.put(key, new.object.value, self.backend.generation)
+
+    def has(self, key: str) -> bool:
+        """True when ``key`` has an entry (even one holding ``None``)."""
+        subject = self._codec.subject(key)
+        cache = self._cache
+        text = cache.get(key) if cache is not None else None
+        if text is not None:
+            return text != _ABSENT
+        return bool(self._entry_quads(subject))
+
+    def delete(self, key: str) -> bool:
+        """Remove ``key``'s entry; True when there was one."""
+        subject = self._codec.subject(key)
+        with self.backend.exclusive([subject]):
+            old = self._entry_quads(subject)
+            if not old:
+                return False
+            self.backend.apply(old, [])
+            self._wrote()
+        return True
+
+    def update(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        """Atomic read-modify-write: store ``fn(current or None)`` and return it.
+
+        N threads (or tasks, or clients of one server) each calling
+        ``update(k, lambda n: (n or 0) + 1)`` leave exactly N.
+
+        >>> from rdfmem import RdfStore
+        >>> store = RdfStore()
+        >>> store.update("hits", lambda n: (n or 0) + 1)
+        1
+
+        Raises:
+            InvalidKey, InvalidValue: nothing is written; whatever ``fn`` raises propagates,
+            and nothing is written either.
+        """
+        subject = self._codec.subject(key)
+        with self.backend.exclusive([subject]):
+            old = self._entry_quads(subject)
+            current = decode_value(old[0].object) if old else None
+            value = fn(current)
+            new = self._entry(subject, value)
+            self.backend.apply(old, [new])
+            self._wrote()
+        return value
+
+    def update_many(
+        self, keys: Iterable[str], fn: Callable[[dict[str, Any]], Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """Atomic read-modify-write of several keys in one step.
+
+        ``fn`` gets ``{key: value}`` for the named keys that exist and returns the new
+        mapping for them: a key it leaves out is deleted. Every change lands together, or
+        (when ``fn`` raises or returns a value that is not JSON) none does.
+
+        Raises:
+            InvalidKey: ``fn`` returned a key it was not given.
+        """
+        names = list(dict.fromkeys(keys))
+        subjects = {key: self._codec.subject(key) for key in names}
+        with self.backend.exclusive(list(subjects.values())):
+            old: dict[str, list[Quad]] = {k: self._entry_quads(s) for k, s in subjects.items()}
+            current = {k: decode_value(q[0].object) for k, q in old.items() if q}
+            result = dict(fn(dict(current)))
+            stray = [k for k in result if k not in subjects]
+            if stray:
+                raise InvalidKey(f"update_many returned keys it was not given: {stray!r}")
+            adds = [self._entry(subjects[k], v) for k, v in result.items()]
+            removes = [q for quads in old.values() for q in quads]
+            self.backend.apply(removes, adds)
+            self._wrote()
+        return result
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """This namespace's keys that start with ``prefix``, unqualified, sorted."""
+        found = []
+        key_of = self._codec.key_of
+        for quad in self.backend.match(None, self._value_predicate, None, self._kv_graph):
+            key = key_of(quad.subject.value)
+            if key is not None and key.startswith(prefix):
+                found.append(key)
+        return sorted(set(found))
+
+    def _own_entries(self) -> list[Quad]:
+        key_of = self._codec.key_of
+        return [
+            q
+            for q in self.backend.match(None, self._value_predicate, None, self._kv_graph)
+            if key_of(q.subject.value) is not None
+        ]
+
+    def snapshot(self) -> dict[str, Any]:
+        """``{"version": 1, "type": "rdfmem-store-v1", "entries": [{"key", "value"}]}``,
+        entries sorted by key."""
+        key_of = self._codec.key_of
+        entries = []
+        for quad in self._own_entries():
+            assert isinstance(quad.object, Literal)
+            entries.append({"key": key_of(quad.subject.value), "value": decode_value(quad.object)})
+        entries.sort(key=lambda e: e["key"])
+        return {"version": SNAPSHOT_VERSION, "type": SNAPSHOT_TYPE, "entries": entries}
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Replace this namespace's entries with the snapshot's, in one step.
+
+        Asserted triples and other namespaces' entries stay as they are.
+
+        Raises:
+            IncompatibleSnapshot: wrong ``type`` or ``version``, or entries that are not
+                ``{"key": str, "value": JSON}``; nothing is changed.
+        """
+        actual_type = snapshot.get("type") if isinstance(snapshot, Mapping) else None
+        actual_version = snapshot.get("version") if isinstance(snapshot, Mapping) else None
+
+        def incompatible(why: str) -> IncompatibleSnapshot:
+            return IncompatibleSnapshot(
+                f"cannot restore: {why}",
+                expected_type=SNAPSHOT_TYPE,
+                expected_version=SNAPSHOT_VERSION,
+                actual_type=actual_type,
+                actual_version=actual_version,
+            )
+
+        if actual_type != SNAPSHOT_TYPE or actual_version != SNAPSHOT_VERSION:
+            raise incompatible(
+                f"snapshot is type {actual_type!r} version {actual_version!r}, "
+                f"this store reads type {SNAPSHOT_TYPE!r} version {SNAPSHOT_VERSION}"
+            )
+        entries = snapshot.get("entries")
+        if not isinstance(entries, list):
+            raise incompatible("'entries' is not a list")
+        adds: dict[str, Quad] = {}
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, Mapping) or "key" not in entry or "value" not in entry:
+                raise incompatible(f"entry {i} is not an object with 'key' and 'value'")
+            try:
+                check_key(entry["key"])
+                adds[entry["key"]] = self._entry(self._codec.subject(entry["key"]), entry["value"])
+            except (InvalidKey, ValueError) as exc:
+                raise incompatible(f"entry {i}: {exc}") from exc
+        with self.backend.exclusive([]):
+            self.backend.apply(self._own_entries(), list(adds.values()))
+            self._wrote()

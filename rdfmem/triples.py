@@ -1,0 +1,395 @@
+"""The triple half of ``RdfStore`` (the Dagonizer TripleStore, with real joins), and SPARQL.
+
+Patterns compile to SPARQL in pure functions (``compile_patterns``) that tests check without
+a backend; a single pattern is answered by the backend's index directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from os import PathLike
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from pyoxigraph import (
+    BlankNode,
+    DefaultGraph,
+    Quad,
+    QueryBoolean,
+    QuerySolutions,
+    RdfFormat,
+    Variable,
+)
+
+from .backends.base import Backend
+from .errors import FormatError, InvalidTerm
+from .formats import rdf_format
+from .results import GraphResult, Row, SelectResult
+from .terms import sparql_term, to_graph, to_object, to_predicate, to_subject
+
+__all__ = ["Pattern", "TripleStore", "compile_patterns"]
+
+Pattern: TypeAlias = tuple[Any, Any, Any] | tuple[Any, Any, Any, Any]
+_WILD = "__rdfmem_w"
+_GRAPH = "__rdfmem_g"
+QueryResult: TypeAlias = SelectResult | bool | GraphResult
+
+
+def _pattern_terms(pattern: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
+    if not isinstance(pattern, (tuple, list)) or len(pattern) not in (3, 4):
+        raise InvalidTerm(f"a pattern is a tuple (s, p, o) or (s, p, o, g), not {pattern!r}")
+    s, p, o = pattern[:3]
+    g = pattern[3] if len(pattern) == 4 else None
+    return (
+        None if s is None else to_subject(s),
+        None if p is None else to_predicate(p),
+        None if o is None else to_object(o),
+        None if g is None else to_graph(g),
+    )
+
+
+def _check_user_variable(term: Any) -> None:
+    if isinstance(term, Variable) and term.value.startswith("__rdfmem"):
+        raise InvalidTerm(f"variable names starting with __rdfmem are reserved: ?{term.value}")
+
+
+def compile_patterns(patterns: Sequence[Pattern], *, form: str = "select") -> tuple[str, list[str]]:
+    """SPARQL for a join of patterns: ``(query, user variables)``.
+
+    ``form`` is ``select``, ``ask`` or ``count``. A ``None`` slot becomes a fresh variable;
+    a pattern without a graph matches the default graph or any named graph.
+
+    >>> q, names = compile_patterns([("?doc", "urn:author", "?who"), ("?who", "urn:name", "Al")])
+    >>> names
+    ['doc', 'who']
+    >>> print(q)  # doctest: +NORMALIZE_WHITESPACE
+    SELECT DISTINCT ?doc ?who WHERE {
+    { { ?doc <urn:author> ?who . } UNION { GRAPH ?__rdfmem_g0 { ?doc <urn:author> ?who . } } }
+    { { ?who <urn:name> "Al" . } UNION { GRAPH ?__rdfmem_g1 { ?who <urn:name> "Al" . } } }
+    }
+    """
+    names: list[str] = []
+    groups: list[str] = []
+    wild = 0
+    for index, pattern in enumerate(patterns):
+        terms = list(_pattern_terms(pattern))
+        for i, term in enumerate(terms[:3]):
+            if term is None:
+                terms[i] = Variable(f"{_WILD}{wild}")
+                wild += 1
+            elif isinstance(term, BlankNode):
+                raise InvalidTerm(
+                    "a blank node cannot be matched inside a join (SPARQL reads it as a "
+                    "variable); select it with a single pattern instead"
+                )
+            else:
+                _check_user_variable(term)
+            name = terms[i].value if isinstance(terms[i], Variable) else None
+            if name is not None and not name.startswith("__rdfmem") and name not in names:
+                names.append(name)
+        s, p, o, g = terms
+        triple = f"{sparql_term(s)} {sparql_term(p)} {sparql_term(o)} ."
+        if g is None:
+            groups.append(f"{{ {{ {triple} }} UNION {{ GRAPH ?{_GRAPH}{index} {{ {triple} }} }} }}")
+        elif isinstance(g, DefaultGraph):
+            groups.append(f"{{ {triple} }}")
+        else:
+            if isinstance(g, BlankNode):
+                raise InvalidTerm("a blank node cannot name a graph inside a join")
+            _check_user_variable(g)
+            if isinstance(g, Variable) and g.value not in names:
+                names.append(g.value)
+            groups.append(f"GRAPH {sparql_term(g)} {{ {triple} }}")
+    body = "\n".join(groups)
+    if form == "ask":
+        return f"ASK {{\n{body}\n}}", names
+    if form == "count":
+        return f"SELECT (COUNT(*) AS ?{_WILD}n) WHERE {{\n{body}\n}}", names
+    projection = " ".join("?" + n for n in names) if names else "*"
+    distinct = "DISTINCT " if names else ""
+    return f"SELECT {distinct}{projection} WHERE {{\n{body}\n}}", names
+
+
+class TripleStore:
+    """assert / retract / select / ask / count / triples / clear_graph, plus SPARQL."""
+
+    backend: Backend
+    prefixes: dict[str, str]
+
+    def _wrote(self) -> None:
+        self.backend.generation += 1
+
+    # -- editing ------------------------------------------------------------------------
+
+    def _quad(self, s: Any, p: Any, o: Any, graph: Any) -> Quad:
+        subject, predicate, obj = to_subject(s), to_predicate(p), to_object(o)
+        name = DefaultGraph() if graph is None else to_graph(graph)
+        for term in (subject, predicate, obj, name):
+            if isinstance(term, Variable):
+                raise InvalidTerm(f"a variable cannot be asserted or retracted: ?{term.value}")
+        return Quad(subject, predicate, obj, name)  # type: ignore[arg-type]
+
+    def assert_(self, s: Any, p: Any, o: Any, graph: Any = None) -> None:
+        """Add a triple to ``graph`` (the default graph when None).
+
+        Raises:
+            InvalidTerm: a slot is not a term of its position, or is a variable.
+        """
+        quad = self._quad(s, p, o, graph)
+        with self.backend.lock:
+            self.backend.apply([], [quad])
+            self._wrote()
+
+    def retract(self, s: Any, p: Any, o: Any, graph: Any = None) -> bool:
+        """Remove a triple from ``graph`` (the default graph when None); True if it was there."""
+        quad = self._quad(s, p, o, graph)
+        with self.backend.lock:
+            found = list(
+                self.backend.match(quad.subject, quad.predicate, quad.object, quad.graph_name)
+            )
+            if not found:
+                return False
+            self.backend.apply(found, [])
+            self._wrote()
+        return True
+
+    def clear_graph(self, graph: Any) -> None:
+        """Remove every triple of one graph (``DefaultGraph()`` for the default graph)."""
+        name = to_graph(graph)
+        if isinstance(name, Variable):
+            raise InvalidTerm("clear_graph needs a graph, not a variable")
+        with self.backend.lock:
+            self.backend.apply(list(self.backend.match(None, None, None, name)), [])
+            self._wrote()
+
+    def triples(self, graph: Any = None) -> Iterator[Quad]:
+        """The quads of one graph, or of every graph when None."""
+        name = None if graph is None else to_graph(graph)
+        if isinstance(name, Variable):
+            raise InvalidTerm("triples() needs a graph, not a variable")
+        return self.backend.match(None, None, None, name)
+
+    # -- patterns -----------------------------------------------------------------------
+
+    def _patterns(
+        self,
+        patterns: Sequence[Pattern] | None,
+        subject: Any,
+        predicate: Any,
+        object: Any,
+        graph: Any,
+    ) -> list[Pattern]:
+        if patterns is not None:
+            if isinstance(patterns, tuple):
+                return [patterns]
+            return list(patterns)
+        return [(subject, predicate, object, graph)]
+
+    def _match_one(self, pattern: Pattern) -> Iterator[Row]:
+        s, p, o, g = _pattern_terms(pattern)
+        slots = [("s", s), ("p", p), ("o", o), ("g", g)]
+        bound = [None if isinstance(t, Variable) else t for _, t in slots]
+        for _, t in slots:
+            _check_user_variable(t)
+        variables = [(i, t.value) for i, (_, t) in enumerate(slots) if isinstance(t, Variable)]
+        graph_is_variable = isinstance(g, Variable)
+        for quad in self.backend.match(*bound):  # type: ignore[arg-type]
+            if graph_is_variable and isinstance(quad.graph_name, DefaultGraph):
+                continue  # as in SPARQL, a graph variable binds named graphs only
+            row: dict[str, Any] = {}
+            values = (quad.subject, quad.predicate, quad.object, quad.graph_name)
+            for i, name in variables:
+                if name in row and row[name] != values[i]:
+                    break  # a repeated variable must bind the same term
+                row[name] = values[i]
+            else:
+                yield row
+
+    def select(
+        self,
+        patterns: Sequence[Pattern] | None = None,
+        *,
+        subject: Any = None,
+        predicate: Any = None,
+        object: Any = None,
+        graph: Any = None,
+    ) -> list[Row]:
+        """Rows binding the patterns' variables: one pattern, or several joined.
+
+        >>> from rdfmem import RdfStore
+        >>> store = RdfStore()
+        >>> store.assert_("urn:doc:1", "urn:author", "urn:alice")
+        >>> store.assert_("urn:alice", "urn:name", "Alice")
+        >>> rows = store.select([("?doc", "urn:author", "?who"), ("?who", "urn:name", "?name")])
+        >>> [(r["doc"].value, r["name"].value) for r in rows]
+        [('urn:doc:1', 'Alice')]
+
+        Raises:
+            InvalidTerm: a slot that is not a term or variable of its position.
+        """
+        todo = self._patterns(patterns, subject, predicate, object, graph)
+        if len(todo) == 1:
+            rows = list(self._match_one(todo[0]))
+            # Distinct rows, as a join returns them.
+            seen: set[tuple[tuple[str, str], ...]] = set()
+            unique = []
+            for row in rows:
+                key = tuple(sorted((k, str(v)) for k, v in row.items()))
+                if key not in seen:
+                    seen.add(key)
+                    unique.append(row)
+            return unique
+        sparql, _ = compile_patterns(todo)
+        return list(self.query(sparql))  # type: ignore[arg-type]
+
+    def ask(
+        self,
+        patterns: Sequence[Pattern] | None = None,
+        *,
+        subject: Any = None,
+        predicate: Any = None,
+        object: Any = None,
+        graph: Any = None,
+    ) -> bool:
+        """True when the patterns match at least once."""
+        todo = self._patterns(patterns, subject, predicate, object, graph)
+        if len(todo) == 1:
+            return next(self._match_one(todo[0]), None) is not None
+        sparql, _ = compile_patterns(todo, form="ask")
+        return bool(self.query(sparql))
+
+    def count(
+        self,
+        patterns: Sequence[Pattern] | None = None,
+        *,
+        subject: Any = None,
+        predicate: Any = None,
+        object: Any = None,
+        graph: Any = None,
+    ) -> int:
+        """How many quads (one pattern) or solutions (a join) match."""
+        todo = self._patterns(patterns, subject, predicate, object, graph)
+        if len(todo) == 1:
+            return sum(1 for _ in self._match_one(todo[0]))
+        sparql, _ = compile_patterns(todo, form="count")
+        rows = self.query(sparql)
+        assert isinstance(rows, SelectResult)
+        term = rows[0][f"{_WILD}n"]
+        return int(term.value)
+
+    # -- SPARQL -------------------------------------------------------------------------
+
+    def query(
+        self,
+        sparql: str,
+        *,
+        base_iri: str | None = None,
+        default_graph: Any = None,
+        named_graphs: Sequence[Any] | None = None,
+        bindings: Mapping[str, Any] | None = None,
+    ) -> QueryResult:
+        """Run a SPARQL 1.1 query: SELECT gives a ``SelectResult``, ASK a bool,
+        CONSTRUCT/DESCRIBE a ``GraphResult``.
+
+        ``bindings`` pre-bind variables to values (terms, or Python values made literals)
+        without pasting anything into the query text. ``default_graph`` (one graph or a
+        list) and ``named_graphs`` narrow the dataset, as the SPARQL Protocol's
+        ``default-graph-uri`` and ``named-graph-uri`` do.
+
+        Raises:
+            QueryError: the query does not parse (the message says where) or fails.
+        """
+        defaults = None
+        if default_graph is not None:
+            items = default_graph if isinstance(default_graph, (list, tuple)) else [default_graph]
+            defaults = [to_graph(g) for g in items]
+        named = None if named_graphs is None else [to_graph(g) for g in named_graphs]
+        subs = None
+        if bindings:
+            subs = {}
+            for name, value in bindings.items():
+                term = to_object(value)
+                if isinstance(term, Variable):
+                    raise InvalidTerm(f"binding {name!r} must be a value, not a variable")
+                subs[name.lstrip("?")] = term
+        raw = self.backend.query(
+            sparql,
+            base_iri=base_iri,
+            default_graph=defaults,  # type: ignore[arg-type]
+            named_graphs=named,  # type: ignore[arg-type]
+            substitutions=subs,
+        )
+        if isinstance(raw, QuerySolutions):
+            return SelectResult(raw)
+        if isinstance(raw, (bool, QueryBoolean)):
+            return bool(raw)
+        return GraphResult(list(raw))
+
+    def sparql_update(self, sparql: str, *, base_iri: str | None = None) -> None:
+        """Run a SPARQL 1.1 Update request, all of it or none of it.
+
+        Raises:
+            QueryError: the update does not parse or fails; nothing is changed.
+        """
+        with self.backend.lock:
+            try:
+                self.backend.update(sparql, base_iri=base_iri)
+            finally:
+                self._wrote()
+
+    # -- files --------------------------------------------------------------------------
+
+    def export(self, format: str | RdfFormat = "turtle", graph: Any = None) -> str:
+        """The store as text: a triple format exports one graph (the default graph when
+        None), a dataset format (TriG, N-Quads) every graph.
+
+        Raises:
+            FormatError: an unknown format.
+        """
+        fmt = rdf_format(format)
+        name = None if graph is None else to_graph(graph)
+        if isinstance(name, Variable):
+            raise InvalidTerm("export needs a graph, not a variable")
+        return self.backend.dump(fmt, from_graph=name, prefixes=self.prefixes).decode("utf-8")
+
+    def load(
+        self,
+        data_or_path: str | bytes | PathLike[str],
+        format: str | RdfFormat | None = None,
+        *,
+        graph: Any = None,
+        base_iri: str | None = None,
+    ) -> int:
+        """Load RDF text, bytes or a file (a ``Path``, or a str naming an existing file);
+        triples go to ``graph`` (the default graph when None). Returns the quads read.
+        Nothing is loaded when the input does not parse.
+
+        Raises:
+            FormatError: the input does not parse, or no format was given or guessable.
+        """
+        data: bytes
+        guess: str | None = None
+        if isinstance(data_or_path, PathLike) or (
+            isinstance(data_or_path, str)
+            and "\n" not in data_or_path
+            and len(data_or_path) < 4096
+            and Path(data_or_path).is_file()
+        ):
+            path = Path(data_or_path)
+            data = path.read_bytes()
+            guess = path.name
+        elif isinstance(data_or_path, str):
+            data = data_or_path.encode("utf-8")
+        else:
+            data = bytes(data_or_path)
+        if format is None and guess is None:
+            raise FormatError("give the format of RDF passed as text (format='turtle', …)")
+        fmt = rdf_format(format if format is not None else guess)  # type: ignore[arg-type]
+        name = None if graph is None else to_graph(graph)
+        if isinstance(name, (Variable, DefaultGraph)):
+            name = None
+        with self.backend.lock:
+            try:
+                return self.backend.load(data, fmt, base_iri=base_iri, to_graph=name)
+            finally:
+                self._wrote()

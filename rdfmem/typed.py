@@ -1,0 +1,121 @@
+"""``TypedStore``: a store narrowed to the keys and value types of a pydantic model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from .errors import SchemaError
+from .store import AsyncKeyValue, RdfStore
+
+__all__ = ["TypedStore"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class TypedStore(AsyncKeyValue, Generic[M]):
+    """Keys are the fields of ``schema``; values are validated against their types.
+
+    A key outside the schema, or a value that fails validation, raises ``SchemaError``
+    before anything is written. ``inner`` is the wrapped store, for the wider contract.
+
+    >>> from pydantic import BaseModel
+    >>> class Pipeline(BaseModel):
+    ...     tokenBudget: int
+    ...     messages: list[str] = []
+    >>> typed = TypedStore(RdfStore(), Pipeline)
+    >>> typed.set("tokenBudget", 4096)
+    >>> typed.update("messages", lambda m: [*(m or []), "hello"])
+    ['hello']
+    >>> typed.set("tokenBudget", "lots")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rdfmem.errors.SchemaError: tokenBudget: Input should be a valid integer...
+    """
+
+    def __init__(self, inner: RdfStore, schema: type[M]) -> None:
+        self.inner = inner
+        self.schema = schema
+        self._adapters: dict[str, TypeAdapter[Any]] = {
+            name: TypeAdapter(field.annotation) for name, field in schema.model_fields.items()
+        }
+
+    def _adapter(self, key: str) -> TypeAdapter[Any]:
+        try:
+            return self._adapters[key]
+        except (KeyError, TypeError):
+            known = ", ".join(self._adapters)
+            raise SchemaError(
+                f"key {key!r} is not in {self.schema.__name__} (keys: {known})"
+            ) from None
+
+    def _dump(self, key: str, value: Any) -> Any:
+        adapter = self._adapter(key)
+        try:
+            checked = adapter.validate_python(value, strict=False)
+        except ValidationError as exc:
+            detail = "; ".join(e["msg"] for e in exc.errors())
+            raise SchemaError(f"{key}: {detail}") from exc
+        return adapter.dump_python(checked, mode="json")
+
+    def _load(self, key: str, raw: Any) -> Any:
+        if raw is None:
+            return None
+        try:
+            return self._adapter(key).validate_python(raw)
+        except ValidationError as exc:
+            raise SchemaError(f"stored value of {key} no longer fits the schema: {exc}") from exc
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The validated value of ``key``, or ``default``."""
+        self._adapter(key)
+        if not self.inner.has(key):
+            return default
+        return self._load(key, self.inner.get(key))
+
+    def set(self, key: str, value: Any) -> None:
+        """Validate, then store.
+
+        Raises:
+            SchemaError: unknown key or invalid value; nothing is written.
+        """
+        self.inner.set(key, self._dump(key, value))
+
+    def has(self, key: str) -> bool:
+        self._adapter(key)
+        return self.inner.has(key)
+
+    def delete(self, key: str) -> bool:
+        self._adapter(key)
+        return self.inner.delete(key)
+
+    def update(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        """Atomic read-modify-write; the new value is validated before it is written."""
+        self._adapter(key)
+        result: list[Any] = []
+
+        def step(raw: Any) -> Any:
+            new = fn(self._load(key, raw))
+            dumped = self._dump(key, new)
+            result.append(self._load(key, dumped))
+            return dumped
+
+        self.inner.update(key, step)
+        return result[-1]
+
+    def keys(self, prefix: str = "") -> list[str]:
+        return [k for k in self.inner.keys(prefix) if k in self._adapters]
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.inner.snapshot()
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        self.inner.restore(snapshot)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def _run_async(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return self.inner.backend.run_async(fn, *args)
