@@ -48,7 +48,7 @@ class KeyCodec:
         Raises:
             InvalidKey: the key is not a non-empty str of valid Unicode.
         """
-        cached = self._subjects.get(key) if type(key) is str else None  # type: ignore[call-overload]
+        cached = self._subjects.get(key) if type(key) is str else None
         if cached is not None:
             return cached
         check_key(key)
@@ -129,13 +129,16 @@ def encode_value(value: Any) -> Literal:
     return Literal(dumps(value), datatype=RDF_JSON)
 
 
-def decode_value(literal: Literal) -> Any:
-    """The JSON value held by a literal.
+def decode_value(term: object) -> Any:
+    """The JSON value held by an entry's object term.
 
     Raises:
-        BackingError: the stored literal does not hold JSON (written behind rdfmem's back).
+        BackingError: the stored term is not a literal holding JSON (written behind
+            rdfmem's back).
     """
-    return loads(literal.value)
+    if not isinstance(term, Literal):
+        raise BackingError(f"stored value is not a literal: {term!r}")
+    return loads(term.value)
 
 
 def loads(text: str) -> Any:

@@ -19,6 +19,16 @@ _ABSENT = ""  # never valid JSON text, so it can mark "no entry" in the cache
 _CACHE_LIMIT = 100_000
 
 
+def _text(quad: Quad) -> str:
+    term = quad.object
+    return term.value if isinstance(term, Literal) else ""
+
+
+def _iri(quad: Quad) -> str:
+    term = quad.subject
+    return term.value if isinstance(term, NamedNode) else ""
+
+
 class _ReadCache:
     """JSON text of recently read or written entries, forgotten whenever the backend is
     written by anyone (``backend.generation`` moves). Only used on backends whose every
@@ -84,7 +94,7 @@ class KeyValue:
         if text is None:
             generation = self.backend.generation
             quads = self._entry_quads(subject)
-            text = quads[0].object.value if quads else _ABSENT
+            text = _text(quads[0]) if quads else _ABSENT
             if cache is not None:
                 cache.put(key, text, generation)
         return loads(text) if text else default
@@ -102,7 +112,7 @@ class KeyValue:
             self.backend.apply(self._entry_quads(subject), [new])
             self._wrote()
             if self._cache is not None:
-                self._cache.put(key, new.object.value, self.backend.generation)
+                self._cache.put(key, _text(new), self.backend.generation)
 
     def has(self, key: str) -> bool:
         """True when ``key`` has an entry (even one holding ``None``)."""
@@ -181,7 +191,7 @@ class KeyValue:
         found = []
         key_of = self._codec.key_of
         for quad in self.backend.match(None, self._value_predicate, None, self._kv_graph):
-            key = key_of(quad.subject.value)
+            key = key_of(_iri(quad))
             if key is not None and key.startswith(prefix):
                 found.append(key)
         return sorted(set(found))
@@ -191,7 +201,7 @@ class KeyValue:
         return [
             q
             for q in self.backend.match(None, self._value_predicate, None, self._kv_graph)
-            if key_of(q.subject.value) is not None
+            if key_of(_iri(q)) is not None
         ]
 
     def snapshot(self) -> dict[str, Any]:
@@ -200,8 +210,7 @@ class KeyValue:
         key_of = self._codec.key_of
         entries = []
         for quad in self._own_entries():
-            assert isinstance(quad.object, Literal)
-            entries.append({"key": key_of(quad.subject.value), "value": decode_value(quad.object)})
+            entries.append({"key": key_of(_iri(quad)), "value": decode_value(quad.object)})
         entries.sort(key=lambda e: e["key"])
         return {"version": SNAPSHOT_VERSION, "type": SNAPSHOT_TYPE, "entries": entries}
 

@@ -30,6 +30,7 @@ __all__ = [
     "GraphName",
     "Term",
     "from_literal",
+    "from_rdflib",
     "is_variable",
     "sparql_term",
     "to_graph",
@@ -101,6 +102,18 @@ def _from_rdflib(value: Any) -> Term | DefaultGraph | None:
             return Literal(str(value), datatype=NamedNode(str(value.datatype)))
         return Literal(str(value))
     return None
+
+
+def from_rdflib(value: Any) -> Term | DefaultGraph:
+    """An rdflib term as pyoxigraph's, as read (no checks beyond RDF's own).
+
+    Raises:
+        InvalidTerm: ``value`` is not an rdflib term.
+    """
+    converted = _from_rdflib(value)
+    if converted is None:
+        raise InvalidTerm(f"not an rdflib term: {value!r}")
+    return converted
 
 
 def _literal(value: object) -> Literal:

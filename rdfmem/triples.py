@@ -110,6 +110,10 @@ def compile_patterns(patterns: Sequence[Pattern], *, form: str = "select") -> tu
     return f"SELECT {distinct}{projection} WHERE {{\n{body}\n}}", names
 
 
+def _slots(quad: Quad) -> tuple[Any, Any, Any, Any]:
+    return (quad.subject, quad.predicate, quad.object, quad.graph_name)
+
+
 class TripleStore:
     """assert / retract / select / ask / count / triples / clear_graph, plus SPARQL."""
 
@@ -144,9 +148,7 @@ class TripleStore:
         """Remove a triple from ``graph`` (the default graph when None); True if it was there."""
         quad = self._quad(s, p, o, graph)
         with self.backend.lock:
-            found = list(
-                self.backend.match(quad.subject, quad.predicate, quad.object, quad.graph_name)
-            )
+            found = list(self.backend.match(*_slots(quad)))
             if not found:
                 return False
             self.backend.apply(found, [])
@@ -193,7 +195,7 @@ class TripleStore:
             _check_user_variable(t)
         variables = [(i, t.value) for i, (_, t) in enumerate(slots) if isinstance(t, Variable)]
         graph_is_variable = isinstance(g, Variable)
-        for quad in self.backend.match(*bound):  # type: ignore[arg-type]
+        for quad in self.backend.match(*bound):
             if graph_is_variable and isinstance(quad.graph_name, DefaultGraph):
                 continue  # as in SPARQL, a graph variable binds named graphs only
             row: dict[str, Any] = {}
@@ -292,7 +294,8 @@ class TripleStore:
         CONSTRUCT/DESCRIBE a ``GraphResult``.
 
         ``bindings`` pre-bind variables to values (terms, or Python values made literals)
-        without pasting anything into the query text. ``default_graph`` (one graph or a
+        without pasting anything into the query text; as in SEP-0007, a bound variable of a
+        SELECT must be in its projection (``SELECT *`` or named). ``default_graph`` (one graph or a
         list) and ``named_graphs`` narrow the dataset, as the SPARQL Protocol's
         ``default-graph-uri`` and ``named-graph-uri`` do.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
@@ -135,8 +135,9 @@ class Backend(ABC):
         prefixes: Mapping[str, str] | None = None,
     ) -> bytes:
         """Serialise one graph (triple formats) or every graph (dataset formats)."""
+        items: list[Quad] | list[Triple]
         if format.supports_datasets:
-            items: Iterable[Quad | Triple] = list(self.match())
+            items = list(self.match())
         else:
             graph = DefaultGraph() if from_graph is None else from_graph
             items = [q.triple for q in self.match(None, None, None, graph)]

@@ -6,6 +6,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pyoxigraph import (
     BlankNode,
@@ -61,7 +62,9 @@ class OxigraphBackend(Backend):
         named_graphs: Sequence[NamedNode | BlankNode] | None = None,
         substitutions: Mapping[str, Object] | None = None,
     ) -> RawResult:
-        subs = None if not substitutions else {Variable(k): v for k, v in substitutions.items()}
+        subs: dict[Variable, Any] | None = (
+            {Variable(k): v for k, v in substitutions.items()} if substitutions else None
+        )
         try:
             return self.store.query(
                 sparql,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import rdflib
@@ -21,10 +23,13 @@ from rdflib.plugins.sparql import prepareUpdate
 from rdflib.plugins.sparql.update import evalUpdate
 
 from ..errors import InvalidTerm, QueryError
-from ..terms import to_graph, to_object, to_subject
+from ..terms import from_rdflib
 from .base import Backend, Graph, Object, RawResult, Subject
 
 __all__ = ["RdflibBackend"]
+
+
+_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 
 
 def _to_rdflib(term: Any) -> Any:
@@ -37,6 +42,8 @@ def _to_rdflib(term: Any) -> Any:
     if isinstance(term, Literal):
         if term.language:
             return rdflib.Literal(term.value, lang=term.language)
+        if term.datatype.value == _XSD_STRING:  # RDF 1.1: a simple literal is an xsd:string
+            return rdflib.Literal(term.value)
         return rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype.value))
     if isinstance(term, DefaultGraph):
         return DATASET_DEFAULT_GRAPH_ID
@@ -44,8 +51,17 @@ def _to_rdflib(term: Any) -> Any:
 
 
 def _from_rdflib_quad(s: Any, p: Any, o: Any, g: Any) -> Quad:
-    graph = to_graph(g.identifier if isinstance(g, rdflib.Graph) else g)
-    return Quad(to_subject(s), to_subject(p), to_object(o), graph)  # type: ignore[arg-type]
+    graph = from_rdflib(g.identifier if isinstance(g, rdflib.Graph) else g)
+    return Quad(from_rdflib(s), from_rdflib(p), from_rdflib(o), graph)  # type: ignore[arg-type]
+
+
+@contextmanager
+def _quiet_rdflib() -> Iterator[None]:
+    """rdflib 7.6's SPARQL engine calls its own deprecated Dataset API; hide only those."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"rdflib\.")
+        warnings.filterwarnings("ignore", message=r"Dataset\.\w+ is deprecated")
+        yield
 
 
 class RdflibBackend(Backend):
@@ -78,7 +94,7 @@ class RdflibBackend(Backend):
                 "use FROM / FROM NAMED in the query, or the Oxigraph backend"
             )
         bindings = {k: _to_rdflib(v) for k, v in (substitutions or {}).items()}
-        with self.lock:
+        with self.lock, _quiet_rdflib():
             try:
                 result = self.dataset.query(sparql, initBindings=bindings, base=base_iri)
                 if result.type == "ASK":
@@ -89,7 +105,7 @@ class RdflibBackend(Backend):
                 graph = result.graph
                 assert graph is not None
                 return [
-                    Triple(to_subject(s), to_subject(p), to_object(o))  # type: ignore[arg-type]
+                    Triple(from_rdflib(s), from_rdflib(p), from_rdflib(o))  # type: ignore[arg-type]
                     for s, p, o in graph
                 ]
             except QueryError:
@@ -112,7 +128,8 @@ class RdflibBackend(Backend):
                     op["quads"] = quads
                     op["triples"] = []
             try:
-                evalUpdate(self.dataset, prepared)
+                with _quiet_rdflib():
+                    evalUpdate(self.dataset, prepared)
             except Exception as exc:
                 raise QueryError(f"SPARQL Update failed: {exc}") from exc
 
@@ -133,7 +150,7 @@ class RdflibBackend(Backend):
                 context = self.dataset.graph(_to_rdflib(graph))
                 name = graph
                 found = [
-                    Quad(to_subject(s), to_subject(p), to_object(o), name)  # type: ignore[arg-type]
+                    Quad(from_rdflib(s), from_rdflib(p), from_rdflib(o), name)  # type: ignore[arg-type]
                     for s, p, o in context.triples(pattern)
                 ]
         return iter(found)
