@@ -6,6 +6,8 @@ are plain RDF that any SPARQL tool can read.
 """
 
 from .backends import Backend, OxigraphBackend, RdflibBackend
+from .checkpoint import Checkpoint
+from .context import ContextUpdate
 from .errors import (
     BackingError,
     CheckpointError,
@@ -39,7 +41,9 @@ from .typed import TypedStore
 __all__ = [
     "Backend",
     "BackingError",
+    "Checkpoint",
     "CheckpointError",
+    "ContextUpdate",
     "DecisionGraphError",
     "FormatError",
     "GeneralisationNotFound",

@@ -88,6 +88,10 @@ class IncompatibleSnapshot(StoreError):
     """A snapshot whose type or version (or shape) this store cannot restore."""
 
     reason = "INCOMPATIBLE_SNAPSHOT"
+    expected_type: str
+    expected_version: int
+    actual_type: object
+    actual_version: object
 
     def __init__(
         self,
@@ -111,6 +115,7 @@ class KeyNotFound(StoreError, KeyError):
     """A key that a caller required is absent."""
 
     reason = "KEY_NOT_FOUND"
+    key: str
 
     def __init__(self, key: str) -> None:
         super().__init__(f"no entry for key {key!r}", key=key)
@@ -123,6 +128,7 @@ class BackingError(StoreError):
     """The backing store failed (I/O, lock, corrupt data); ``cause`` says how."""
 
     reason = "BACKING_ERROR"
+    cause: object
 
     def __init__(self, message: str, *, cause: object = None) -> None:
         super().__init__(message, cause=cause)
@@ -136,6 +142,8 @@ class LeaseDenied(StoreError):
     """Another holder kept the lease for longer than the caller would wait."""
 
     reason = "LEASE_DENIED"
+    subject: str
+    holder: str
 
     def __init__(self, message: str, *, subject: str, holder: str) -> None:
         super().__init__(message, subject=subject, holder=holder)
@@ -145,6 +153,8 @@ class LeaseExpired(StoreError):
     """A write or release was attempted with a lease token that has expired."""
 
     reason = "LEASE_EXPIRED"
+    subject: str
+    token: str
 
     def __init__(self, message: str, *, subject: str, token: str) -> None:
         super().__init__(message, subject=subject, token=token)
@@ -154,6 +164,8 @@ class Unreachable(StoreError):
     """The remote endpoint did not answer (refused, timed out, dropped)."""
 
     reason = "UNREACHABLE"
+    endpoint: str
+    cause: object
 
     def __init__(self, message: str, *, endpoint: str, cause: object = None) -> None:
         super().__init__(message, endpoint=endpoint, cause=cause)

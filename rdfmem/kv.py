@@ -171,6 +171,8 @@ class KeyValue:
         Raises:
             InvalidKey: ``fn`` returned a key it was not given.
         """
+        if isinstance(keys, str):
+            raise InvalidKey("update_many takes an iterable of keys, not one str")
         names = list(dict.fromkeys(keys))
         subjects = {key: self._codec.subject(key) for key in names}
         with self.backend.exclusive(list(subjects.values())):
@@ -188,30 +190,27 @@ class KeyValue:
 
     def keys(self, prefix: str = "") -> list[str]:
         """This namespace's keys that start with ``prefix``, unqualified, sorted."""
-        found = []
         key_of = self._codec.key_of
-        for quad in self.backend.match(None, self._value_predicate, None, self._kv_graph):
-            key = key_of(_iri(quad))
-            if key is not None and key.startswith(prefix):
-                found.append(key)
-        return sorted(set(found))
+        found = {key_of(_iri(q)) for q in self._own_entries()}
+        return sorted(k for k in found if k is not None and k.startswith(prefix))
 
     def _own_entries(self) -> list[Quad]:
         key_of = self._codec.key_of
-        return [
-            q
-            for q in self.backend.match(None, self._value_predicate, None, self._kv_graph)
-            if key_of(_iri(q)) is not None
-        ]
+        # Under the write lock: an in-memory set adds the new value before it removes the
+        # old one, and a reader must not see both.
+        with self.backend.lock:
+            return [
+                q
+                for q in self.backend.match(None, self._value_predicate, None, self._kv_graph)
+                if key_of(_iri(q)) is not None
+            ]
 
     def snapshot(self) -> dict[str, Any]:
         """``{"version": 1, "type": "rdfmem-store-v1", "entries": [{"key", "value"}]}``,
         entries sorted by key."""
         key_of = self._codec.key_of
-        entries = []
-        for quad in self._own_entries():
-            entries.append({"key": key_of(_iri(quad)), "value": decode_value(quad.object)})
-        entries.sort(key=lambda e: e["key"])
+        values = {key_of(_iri(quad)): decode_value(quad.object) for quad in self._own_entries()}
+        entries = [{"key": k, "value": values[k]} for k in sorted(values)]  # type: ignore[type-var]
         return {"version": SNAPSHOT_VERSION, "type": SNAPSHOT_TYPE, "entries": entries}
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
@@ -235,7 +234,11 @@ class KeyValue:
                 actual_version=actual_version,
             )
 
-        if actual_type != SNAPSHOT_TYPE or actual_version != SNAPSHOT_VERSION:
+        if (
+            actual_type != SNAPSHOT_TYPE
+            or type(actual_version) is not int
+            or actual_version != SNAPSHOT_VERSION
+        ):
             raise incompatible(
                 f"snapshot is type {actual_type!r} version {actual_version!r}, "
                 f"this store reads type {SNAPSHOT_TYPE!r} version {SNAPSHOT_VERSION}"

@@ -60,6 +60,12 @@ class AsyncKeyValue:
         """Async ``update``: still atomic against every other writer."""
         return await self._run_async(self.update, key, fn)  # type: ignore[attr-defined]
 
+    async def aupdate_many(
+        self, keys: list[str], fn: Callable[[dict[str, Any]], Any]
+    ) -> dict[str, Any]:
+        """Async ``update_many``."""
+        return dict(await self._run_async(self.update_many, keys, fn))  # type: ignore[attr-defined]
+
     async def akeys(self, prefix: str = "") -> list[str]:
         """Async ``keys``."""
         return list(await self._run_async(self.keys, prefix))  # type: ignore[attr-defined]

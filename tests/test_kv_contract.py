@@ -336,3 +336,44 @@ def test_with_namespace_shares_the_backend(store: RdfStore) -> None:
     store.set("k", "s")
     assert (store.get("k"), other.get("k")) == ("s", "o")
     assert other.backend is store.backend
+
+
+def test_snapshot_during_concurrent_sets_never_lists_a_key_twice(store: RdfStore) -> None:
+    import threading
+
+    stop = threading.Event()
+
+    def writer() -> None:
+        i = 0
+        while not stop.is_set():
+            store.set("hot", i)
+            i += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for _ in range(300):
+            keys = [e["key"] for e in store.snapshot()["entries"]]
+            assert len(keys) == len(set(keys))
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_restore_refuses_a_version_that_only_equals_one(store: RdfStore) -> None:
+    for version in (True, 1.0):
+        with pytest.raises(IncompatibleSnapshot):
+            store.restore({"version": version, "type": "rdfmem-store-v1", "entries": []})
+
+
+def test_update_many_refuses_a_single_str(store: RdfStore) -> None:
+    with pytest.raises(InvalidKey):
+        store.update_many("abc", lambda cur: cur)
+
+
+def test_close_is_idempotent_also_through_views(make_store) -> None:
+    store = make_store()
+    view = store.with_namespace("x")
+    store.close()
+    view.close()
+    store.close()

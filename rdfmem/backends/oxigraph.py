@@ -152,6 +152,8 @@ class OxigraphBackend(Backend):
         return bytes(out or b"")
 
     def close(self) -> None:
+        if "store" not in self.__dict__:
+            return
         if self.persistent:
             with contextlib.suppress(OSError):
                 self.store.flush()
