@@ -6,7 +6,7 @@ a backend; a single pattern is answered by the backend's index directly.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -144,6 +144,31 @@ class TripleStore:
             self.backend.apply([], [quad])
             self._wrote()
 
+    def assert_many(self, triples: Iterable[Sequence[Any]], graph: Any = None) -> int:
+        """Add many triples ``(s, p, o)`` or quads ``(s, p, o, g)`` in one atomic step;
+        a triple without a graph goes to ``graph`` (the default graph when None).
+        Returns how many were given. Nothing is added when one of them is malformed.
+
+        >>> from rdfmem import RdfStore
+        >>> store = RdfStore()
+        >>> store.assert_many([("urn:a", "urn:p", 1), ("urn:b", "urn:p", 2, "urn:g")])
+        2
+
+        Raises:
+            InvalidTerm: a slot is not a term of its position; nothing is added.
+        """
+        quads = []
+        for item in triples:
+            if len(item) not in (3, 4):
+                raise InvalidTerm(f"expected (s, p, o) or (s, p, o, g), not {item!r}")
+            quads.append(
+                self._quad(item[0], item[1], item[2], item[3] if len(item) == 4 else graph)
+            )
+        with self.backend.lock:
+            self.backend.apply([], quads)
+            self._wrote()
+        return len(quads)
+
     def retract(self, s: Any, p: Any, o: Any, graph: Any = None) -> bool:
         """Remove a triple from ``graph`` (the default graph when None); True if it was there."""
         quad = self._quad(s, p, o, graph)
@@ -218,9 +243,10 @@ class TripleStore:
     ) -> list[Row]:
         """Rows binding the patterns' variables: one pattern, or several joined.
 
+        >>> from pyoxigraph import NamedNode
         >>> from rdfmem import RdfStore
         >>> store = RdfStore()
-        >>> store.assert_("urn:doc:1", "urn:author", "urn:alice")
+        >>> store.assert_("urn:doc:1", "urn:author", NamedNode("urn:alice"))  # str: a literal
         >>> store.assert_("urn:alice", "urn:name", "Alice")
         >>> rows = store.select([("?doc", "urn:author", "?who"), ("?who", "urn:name", "?name")])
         >>> [(r["doc"].value, r["name"].value) for r in rows]

@@ -324,3 +324,11 @@ def test_asserting_a_malformed_json_literal_is_refused(store: RdfStore) -> None:
     with pytest.raises(InvalidTerm, match="JSON"):
         store.assert_(EX + "s", EX + "p", Literal("{nope", datatype=json_type))
     assert store.count() == 0
+
+
+def test_assert_many_is_all_or_nothing(store: RdfStore) -> None:
+    assert store.assert_many([(EX + "a", EX + "p", 1), (EX + "b", EX + "p", 2, EX + "g")]) == 2
+    assert store.count(predicate=EX + "p") == 2
+    with pytest.raises(InvalidTerm):
+        store.assert_many([(EX + "c", EX + "p", 3), ("not an iri", EX + "p", 4)])
+    assert store.count(predicate=EX + "p") == 2
