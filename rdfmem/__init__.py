@@ -24,6 +24,7 @@ from .errors import (
     LeaseDenied,
     LeaseExpired,
     MemoryNotFound,
+    MemoryScopeError,
     NodeNotFound,
     NotAGeneralisation,
     QueryError,
@@ -33,6 +34,8 @@ from .errors import (
     StoreError,
     Unreachable,
 )
+from .generalisations import Generalisation, Generalisations
+from .memories import Memories, Memory
 from .ontology import ontology_path
 from .results import GraphResult, SelectResult
 from .store import RdfStore
@@ -46,8 +49,10 @@ __all__ = [
     "ContextUpdate",
     "DecisionGraphError",
     "FormatError",
+    "Generalisation",
     "GeneralisationNotFound",
     "GeneralisationParseError",
+    "Generalisations",
     "GraphResult",
     "IncompatibleSnapshot",
     "InvalidKey",
@@ -57,7 +62,10 @@ __all__ = [
     "KeyNotFound",
     "LeaseDenied",
     "LeaseExpired",
+    "Memories",
+    "Memory",
     "MemoryNotFound",
+    "MemoryScopeError",
     "NodeNotFound",
     "NotAGeneralisation",
     "OxigraphBackend",

