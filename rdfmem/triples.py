@@ -352,7 +352,9 @@ class TripleStore:
             return SelectResult(raw)
         if isinstance(raw, (bool, QueryBoolean)):
             return bool(raw)
-        return GraphResult(list(raw))
+        triples = list(raw)
+        del raw  # pyoxigraph results must be freed on the thread that made them
+        return GraphResult(triples)
 
     def sparql_update(self, sparql: str, *, base_iri: str | None = None) -> None:
         """Run a SPARQL 1.1 Update request, all of it or none of it.

@@ -43,6 +43,8 @@ class OxigraphBackend(Backend):
             self.store = store
             return
         try:
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             self.store = Store(str(self.path)) if self.path is not None else Store()
         except OSError as exc:
             if "lock" in str(exc).lower():

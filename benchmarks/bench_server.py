@@ -1,0 +1,308 @@
+"""Point SELECT requests per second: ``rdfmem serve`` against ``oxigraph serve``, one run.
+
+Both servers hold the same data on disk (subjects x 5 triples) and answer the same mix of
+point queries ``SELECT ?o WHERE { <urn:ex:sN> <urn:ex:p> ?o }`` (N random) with SPARQL JSON,
+from the same load generator: ``wrk`` when it is installed (``apt-get install wrk``), else a
+pool of Python threads with httpx (which then limits both servers alike, and says so).
+Each server is measured with one connection (latency-bound) and with several (throughput).
+
+Run: ``python benchmarks/bench_server.py [--quick]``; writes ``benchmarks/results/server.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+
+from rdfmem import RdfStore
+
+ROOT = Path(__file__).resolve().parent
+ACCEPT = "application/sparql-results+json"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+
+_WRK_SCRIPT = """
+local path, n
+init = function(args)
+  path = args[1]
+  n = tonumber(args[2])
+  math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16) % 1000)
+end
+request = function()
+  local i = math.random(0, n - 1)
+  local q = "SELECT%20%3Fo%20WHERE%20%7B%20%3Curn%3Aex%3As" .. i ..
+            "%3E%20%3Curn%3Aex%3Ap%3E%20%3Fo%20%7D"
+  return wrk.format("GET", path .. "?query=" .. q, {["Accept"] = "ACCEPT"})
+end
+""".replace("ACCEPT", ACCEPT)
+
+
+@dataclass
+class Result:
+    server: str
+    connections: int
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_data(path: Path, subjects: int) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(subjects):
+            out.write(f'<urn:ex:s{i}> <urn:ex:p> "value {i}" .\n')
+            out.write(
+                f'<urn:ex:s{i}> <urn:ex:rank> "{i}"^^<http://www.w3.org/2001/XMLSchema#integer> .\n'
+            )
+            out.write(f"<urn:ex:s{i}> <urn:ex:next> <urn:ex:s{(i + 1) % subjects}> .\n")
+            out.write(f'<urn:ex:s{i}> <http://www.w3.org/2000/01/rdf-schema#label> "S{i}"@en .\n')
+            out.write(f"<urn:ex:s{i}> <{RDF_TYPE}> <urn:ex:Thing> .\n")
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+        try:
+            if httpx.get(url, params={"query": "ASK {}"}, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not start")
+
+
+def start_rdfmem(store: Path, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rdfmem",
+            "serve",
+            str(store),
+            "--port",
+            str(port),
+            "--no-access-log",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def start_oxigraph(location: Path, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["oxigraph", "serve-read-only", "--location", str(location), "--bind", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def point_url(base: str, i: int) -> str:
+    q = f"SELECT ?o WHERE {{ <urn:ex:s{i}> <urn:ex:p> ?o }}"
+    return f"{base}?query={quote(q)}"
+
+
+def check_answers(base: str, subjects: int) -> None:
+    """Both servers must give the same, right answer before they are timed."""
+    response = httpx.get(point_url(base, subjects // 2), headers={"Accept": ACCEPT})
+    bindings = response.json()["results"]["bindings"]
+    assert [b["o"]["value"] for b in bindings] == [f"value {subjects // 2}"], response.text
+
+
+def _ms(text: str) -> float:
+    value = float(re.sub(r"[a-z]+$", "", text))
+    unit = re.sub(r"^[0-9.]+", "", text)
+    return value * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}[unit]
+
+
+def run_wrk(url: str, connections: int, seconds: int, subjects: int, script: Path) -> tuple:
+    threads = min(2, connections)
+    base, path = url.rsplit("/", 1)
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t",
+            str(threads),
+            "-c",
+            str(connections),
+            "-d",
+            f"{seconds}s",
+            "--latency",
+            "-s",
+            str(script),
+            base,
+            "--",
+            "/" + path,
+            str(subjects),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))  # type: ignore[union-attr]
+    p50 = _ms(re.search(r"\s50%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    p99 = _ms(re.search(r"\s99%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    socket_errors = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out
+    )
+    failed = int(errors.group(1)) if errors else 0
+    if socket_errors:
+        failed += sum(int(x) for x in socket_errors.groups())
+    return rps, p50, p99, failed
+
+
+def run_python(url: str, connections: int, seconds: int, subjects: int) -> tuple:
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def worker(seed: int) -> None:
+        import random
+
+        rng = random.Random(seed)
+        mine: list[float] = []
+        with httpx.Client(headers={"Accept": ACCEPT}) as client:
+            while time.monotonic() < stop:
+                start = time.perf_counter()
+                response = client.get(point_url(url, rng.randrange(subjects)))
+                mine.append(time.perf_counter() - start)
+                if response.status_code != 200:
+                    with lock:
+                        errors[0] += 1
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(connections)]
+    began = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - began
+    latencies.sort()
+    p50 = statistics.median(latencies) * 1e3
+    p99 = latencies[int(len(latencies) * 0.99) - 1] * 1e3
+    return len(latencies) / elapsed, p50, p99, errors[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="a smoke run")
+    parser.add_argument("--python-client", action="store_true", help="do not use wrk")
+    args = parser.parse_args()
+    subjects, seconds, levels = (2000, 2, (1, 8)) if args.quick else (20000, 10, (1, 8))
+    if shutil.which("oxigraph") is None:
+        sys.exit("needs the oxigraph server CLI (pip install oxigraph)")
+    use_wrk = shutil.which("wrk") is not None and not args.python_client
+    tmp = Path(tempfile.mkdtemp(prefix="rdfmem-bench-server-"))
+    data = tmp / "data.nt"
+    write_data(data, subjects)
+    with RdfStore.open(tmp / "rdfmem") as store:
+        store.load(data)
+    subprocess.run(
+        ["oxigraph", "load", "--location", str(tmp / "oxigraph"), "--file", str(data)],
+        check=True,
+        capture_output=True,
+    )
+    script = tmp / "point.lua"
+    script.write_text(_WRK_SCRIPT, encoding="utf-8")
+
+    servers = []
+    ox_port, rm_port = free_port(), free_port()
+    ox_proc = start_oxigraph(tmp / "oxigraph", ox_port)
+    rm_proc = start_rdfmem(tmp / "rdfmem", rm_port)
+    servers = [
+        ("oxigraph serve", f"http://127.0.0.1:{ox_port}/query", ox_proc),
+        ("rdfmem serve", f"http://127.0.0.1:{rm_port}/sparql", rm_proc),
+    ]
+    results: list[Result] = []
+    try:
+        for _, url, proc in servers:
+            wait_ready(url, proc)
+            check_answers(url, subjects)
+        for connections in levels:
+            for name, url, _ in servers:  # interleaved, so load drifts hit both alike
+                if use_wrk:
+                    run_wrk(url, connections, 1, subjects, script)  # warm-up
+                    measured = run_wrk(url, connections, seconds, subjects, script)
+                else:
+                    run_python(url, connections, 1, subjects)
+                    measured = run_python(url, connections, seconds, subjects)
+                results.append(Result(name, connections, *measured))
+                print(
+                    f"{name:15} c={connections}: {measured[0]:8.0f} req/s  "
+                    f"p50 {measured[1]:.2f} ms  p99 {measured[2]:.2f} ms  errors {measured[3]}"
+                )
+    finally:
+        for _, _, proc in servers:
+            proc.terminate()
+            proc.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+    write_report(
+        results, subjects, seconds, "wrk" if use_wrk else "Python threads + httpx", args.quick
+    )
+
+
+def write_report(
+    results: list[Result], subjects: int, seconds: int, client: str, quick: bool
+) -> None:
+    by = {(r.server, r.connections): r for r in results}
+    lines = [
+        "# Serving: point SELECT requests per second",
+        "",
+        f"`python benchmarks/bench_server.py{' --quick' if quick else ''}` — "
+        f"{subjects} subjects x 5 triples on disk, the same random point query "
+        "`SELECT ?o WHERE { <urn:ex:sN> <urn:ex:p> ?o }` (SPARQL JSON) against both servers, "
+        f"{seconds} s per measurement after a 1 s warm-up, load generator: {client}.",
+        "",
+        "| server | connections | requests/s | p50 ms | p99 ms | errors | vs oxigraph serve |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        base = by.get(("oxigraph serve", r.connections))
+        ratio = r.rps / base.rps if base else float("nan")
+        lines.append(
+            f"| {r.server} | {r.connections} | {r.rps:,.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} "
+            f"| {r.errors} | {ratio:.2f}x |"
+        )
+    lines += [
+        "",
+        "Target: rdfmem serve at least 0.25x Oxigraph server's rate.",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other engineers' "
+        f"work while this ran (numbers move between runs), Python {platform.python_version()}, "
+        "uvicorn with its pure-Python h11 parser (httptools and uvloop are not installed). "
+        "The load generator runs on the same cores as the servers.",
+        "",
+    ]
+    out = ROOT / "results" / "server.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text("\n".join(lines), encoding="utf-8")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""The service description (``GET /sparql`` without a query) and the HTML query page at ``/``."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from urllib.parse import urlencode
+
+from pyoxigraph import BlankNode, Literal, NamedNode, Triple
+
+from .named import NamedQuery
+from .negotiate import GRAPH_OFFERS, RESULTS_OFFERS
+
+__all__ = ["named_index", "query_page", "service_description"]
+
+SD = "http://www.w3.org/ns/sparql-service-description#"
+_RDF_TYPE = NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+_TITLE = NamedNode("http://purl.org/dc/terms/title")
+
+
+def service_description(endpoint: str, *, allow_update: bool) -> list[Triple]:
+    """SPARQL 1.1 Service Description triples for the endpoint at ``endpoint``.
+
+    >>> triples = service_description("http://127.0.0.1:7879/sparql", allow_update=False)
+    >>> any(t.object == NamedNode(SD + "SPARQL11Query") for t in triples)
+    True
+    """
+    service = NamedNode(endpoint)
+    dataset, graph = BlankNode(), BlankNode()
+    triples = [
+        Triple(service, _RDF_TYPE, NamedNode(SD + "Service")),
+        Triple(service, NamedNode(SD + "endpoint"), service),
+        Triple(service, _TITLE, Literal("rdfmem SPARQL endpoint")),
+        Triple(service, NamedNode(SD + "supportedLanguage"), NamedNode(SD + "SPARQL11Query")),
+        Triple(service, NamedNode(SD + "defaultDataset"), dataset),
+        Triple(dataset, _RDF_TYPE, NamedNode(SD + "Dataset")),
+        Triple(dataset, NamedNode(SD + "defaultGraph"), graph),
+        Triple(graph, _RDF_TYPE, NamedNode(SD + "Graph")),
+    ]
+    if allow_update:
+        triples.append(
+            Triple(service, NamedNode(SD + "supportedLanguage"), NamedNode(SD + "SPARQL11Update"))
+        )
+    formats = {offer.format.iri for offer in RESULTS_OFFERS + GRAPH_OFFERS}
+    for iri in sorted(formats):
+        triples.append(Triple(service, NamedNode(SD + "resultFormat"), NamedNode(iri)))
+    return triples
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>rdfmem SPARQL endpoint</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body { font: 15px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 70em; padding: 0 1em; }
+textarea { width: 100%; height: 12em; font: 13px monospace; box-sizing: border-box; }
+table { border-collapse: collapse; margin-top: 1em; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } #status { color: #555; margin-left: 1em; }
+pre { background: #f7f7f7; padding: .5em; overflow: auto; } code { font-size: 13px; }
+</style></head>
+<body>
+<h1>rdfmem SPARQL endpoint</h1>
+<p>SPARQL 1.1 Protocol at <code>/sparql</code> (<a href="sparql">service description</a>);
+Graph Store reads at <code>/store?default</code> or <code>/store?graph=IRI</code>;
+<a href="queries">named queries</a> at <code>/queries/NAME?param=value</code>;
+<a href="health">health</a>.</p>
+<form id="form"><textarea id="query" name="query" spellcheck="false">__QUERY__</textarea>
+<p><button type="submit">Run query</button><span id="status"></span></p></form>
+<div id="out"></div>
+<h2>Named queries</h2>
+<ul>__NAMED__</ul>
+<script>
+const form = document.getElementById("form"), out = document.getElementById("out"),
+      status = document.getElementById("status");
+function cell(term) {
+  if (!term) return "";
+  if (term.type === "uri") return "<" + term.value + ">";
+  if (term.type === "bnode") return "_:" + term.value;
+  let text = JSON.stringify(term.value);
+  if (term["xml:lang"]) text += "@" + term["xml:lang"];
+  else if (term.datatype) text += "^^<" + term.datatype + ">";
+  return text;
+}
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  out.replaceChildren(); status.textContent = "running…";
+  const started = performance.now();
+  const response = await fetch("sparql", {
+    method: "POST",
+    headers: {"Content-Type": "application/sparql-query",
+              "Accept": "application/sparql-results+json, text/turtle;q=0.9"},
+    body: document.getElementById("query").value});
+  const text = await response.text();
+  const ms = Math.round(performance.now() - started);
+  if (!response.ok) { status.textContent = response.status + " (" + ms + " ms)";
+    const pre = document.createElement("pre"); pre.textContent = text; out.append(pre); return; }
+  if (!(response.headers.get("Content-Type") || "").includes("json")) {
+    status.textContent = ms + " ms";
+    const pre = document.createElement("pre"); pre.textContent = text; out.append(pre); return; }
+  const data = JSON.parse(text);
+  if ("boolean" in data) {
+    status.textContent = ms + " ms"; out.textContent = String(data.boolean); return; }
+  const table = document.createElement("table"), head = table.insertRow();
+  for (const v of data.head.vars) {
+    const th = document.createElement("th"); th.textContent = "?" + v; head.append(th); }
+  for (const b of data.results.bindings) { const row = table.insertRow();
+    for (const v of data.head.vars) row.insertCell().textContent = cell(b[v]); }
+  status.textContent = data.results.bindings.length + " rows, " + ms + " ms";
+  out.append(table);
+});
+</script>
+</body></html>
+"""
+
+_DEFAULT_QUERY = """SELECT ?g (COUNT(*) AS ?triples)
+WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }
+GROUP BY ?g ORDER BY DESC(?triples)"""
+
+
+def query_page(named: Sequence[NamedQuery]) -> str:
+    """The HTML query page: a form posting to ``/sparql`` and the named queries.
+
+    >>> "<textarea" in query_page([])
+    True
+    """
+    items = []
+    for query in named:
+        params = urlencode({p.name: p.default or "" for p in query.params})
+        href = html.escape(f"queries/{query.name}" + (f"?{params}" if params else ""))
+        described = ", ".join(
+            f"{p.name} ({p.datatype}{'' if p.required else ', optional'})" for p in query.params
+        )
+        items.append(
+            f'<li><a href="{href}">{html.escape(query.name)}</a>'
+            + (f" — {html.escape(described)}" if described else "")
+            + "</li>"
+        )
+    listed = "\n".join(items) or "<li>none</li>"
+    page = _PAGE.replace("__QUERY__", html.escape(_DEFAULT_QUERY))
+    return page.replace("__NAMED__", listed)
+
+
+def named_index(named: Sequence[NamedQuery], base: str) -> bytes:
+    """``GET /queries``: every named query with its parameters, as JSON."""
+    doc = [
+        {
+            "name": q.name,
+            "url": f"{base}/queries/{q.name}",
+            "parameters": [p.describe() for p in q.params],
+        }
+        for q in named
+    ]
+    return json.dumps(doc, ensure_ascii=False, indent=2).encode("utf-8")

@@ -1,0 +1,188 @@
+"""A bounded pool of worker threads for queries that cannot be cancelled.
+
+pyoxigraph evaluates a query with the GIL released but offers no way to stop it. So every
+query runs on one of ``size`` daemon threads: the event loop stays free, a caller gets its
+answer (or a timeout) on time, and a query still running after its caller gave up keeps its
+worker until it ends. Runaway queries therefore use up at most ``size`` threads: further
+requests wait for a free worker (at most ``max_waiting`` of them, each no longer than its
+time limit) and are then turned away, while everything that needs no worker keeps answering.
+
+Everything a job makes stays on its worker: pyoxigraph's result objects may only be used
+and dropped on the thread that made them, so a job returns plain data (bytes).
+
+A job receives a ``threading.Event`` that is set when its caller stops waiting; jobs that
+produce rows one by one check it and stop early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import queue
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from ..errors import RdfMemError
+
+__all__ = ["Busy", "TimedOut", "WorkerPool", "drop_locals"]
+
+T = TypeVar("T")
+
+
+class Busy(RdfMemError):
+    """Every worker is taken and the waiting line is full, or no worker came free in time."""
+
+
+class TimedOut(RdfMemError):
+    """The job did not finish within its time limit (it may still be running)."""
+
+
+class _Job(Generic[T]):
+    __slots__ = ("cancel", "fn", "future", "loop", "timeout")
+
+    def __init__(
+        self,
+        fn: Callable[[threading.Event], T],
+        future: asyncio.Future[T],
+        loop: asyncio.AbstractEventLoop,
+        timeout: float,
+    ) -> None:
+        self.fn = fn
+        self.future = future
+        self.loop = loop
+        self.timeout = timeout
+        self.cancel = threading.Event()
+
+
+class WorkerPool:
+    """At most ``size`` jobs at once on daemon threads; see the module docstring.
+
+    >>> async def main() -> int:
+    ...     pool = WorkerPool(size=2)
+    ...     return await pool.run(lambda cancel: 6 * 7, timeout=5)
+    >>> asyncio.run(main())
+    42
+    """
+
+    def __init__(self, size: int = 4, *, max_waiting: int = 64, collect: bool = False) -> None:
+        if size < 1:
+            raise ValueError("a worker pool needs at least one worker")
+        self.size = size
+        self.max_waiting = max_waiting
+        self.collect = collect
+        self._jobs: queue.SimpleQueue[_Job[Any]] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._slots: asyncio.Semaphore | None = None
+        self._waiting = 0
+        #: Jobs holding a worker right now (including ones whose caller gave up).
+        self.running = 0
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.size)
+        return self._slots
+
+    async def run(self, fn: Callable[[threading.Event], T], *, timeout: float) -> T:
+        """Run ``fn(cancel)`` on a worker; its result, or its exception re-raised.
+
+        Raises:
+            Busy: no worker free and too many waiting, or none came free within ``timeout``.
+            TimedOut: the job took longer than ``timeout`` (counted from the call).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        slots = self._semaphore()
+        if slots.locked():
+            if self._waiting >= self.max_waiting:
+                raise Busy(f"all {self.size} query workers are busy; try again shortly")
+            self._waiting += 1
+            try:
+                await asyncio.wait_for(slots.acquire(), timeout)
+            except asyncio.TimeoutError:
+                raise Busy(
+                    f"all {self.size} query workers stayed busy for {timeout:g} s; "
+                    "try again shortly"
+                ) from None
+            finally:
+                self._waiting -= 1
+        else:
+            await slots.acquire()
+        future: asyncio.Future[T] = loop.create_future()
+        job = _Job(fn, future, loop, timeout)
+        self.running += 1
+        self._jobs.put(job)
+        if len(self._threads) < self.size:
+            self._start_worker()
+        expiry = loop.call_at(deadline, _expire, job)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            job.cancel.set()  # the caller went away: let the job stop early
+            raise
+        finally:
+            expiry.cancel()
+
+    def _start_worker(self) -> None:
+        thread = threading.Thread(
+            target=self._work, name=f"rdfmem-query-{len(self._threads)}", daemon=True
+        )
+        self._threads.append(thread)
+        thread.start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                outcome: tuple[bool, Any] = (True, job.fn(job.cancel))
+            except BaseException as exc:  # handed to the caller, whatever it is
+                drop_locals(exc)
+                outcome = (False, exc)
+            if self.collect:
+                # Reference cycles made by the job (rdflib's parser leaves hundreds) may hold
+                # pyoxigraph results: free them here rather than on whichever thread the
+                # garbage collector happens to run next. Young generations only: ~0.2 ms.
+                gc.collect(1)
+            # A closed event loop means the server has stopped: nobody is waiting.
+            with contextlib.suppress(RuntimeError):
+                job.loop.call_soon_threadsafe(self._settle, job, outcome)
+
+    def _settle(self, job: _Job[Any], outcome: tuple[bool, Any]) -> None:
+        self.running -= 1
+        self._semaphore().release()
+        if job.future.done():  # the caller gave up (timed out)
+            return
+        ok, value = outcome
+        if ok:
+            job.future.set_result(value)
+        else:
+            job.future.set_exception(value)
+
+
+def _expire(job: _Job[Any]) -> None:
+    if not job.future.done():
+        job.cancel.set()
+        limit = job.timeout
+        job.future.set_exception(
+            TimedOut(f"the query ran longer than the time limit of {limit:g} s")
+        )
+
+
+def drop_locals(exc: BaseException) -> None:
+    """Free the locals of the exception's frames here, on the worker.
+
+    pyoxigraph's results may only be dropped on the thread that made them; an exception
+    carried to the event loop would otherwise drop them there (a RuntimeError from pyo3).
+    """
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.__traceback__ is not None:
+            traceback.clear_frames(current.__traceback__)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
