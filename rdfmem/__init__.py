@@ -8,6 +8,7 @@ are plain RDF that any SPARQL tool can read.
 from .backends import Backend, OxigraphBackend, RdflibBackend
 from .checkpoint import Checkpoint
 from .context import ContextUpdate
+from .decisions import DecisionGraph, Edge, Node
 from .errors import (
     BackingError,
     CheckpointError,
@@ -47,7 +48,9 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "ContextUpdate",
+    "DecisionGraph",
     "DecisionGraphError",
+    "Edge",
     "FormatError",
     "Generalisation",
     "GeneralisationNotFound",
@@ -66,6 +69,7 @@ __all__ = [
     "Memory",
     "MemoryNotFound",
     "MemoryScopeError",
+    "Node",
     "NodeNotFound",
     "NotAGeneralisation",
     "OxigraphBackend",

@@ -210,7 +210,8 @@ class SentenceTransformerEmbedder:
         dimension = getattr(self._model, "get_embedding_dimension", None)
         if dimension is None:  # sentence-transformers before 5.x
             dimension = self._model.get_sentence_embedding_dimension
-        self._dimension = int(dimension())
+        size: Any = dimension()
+        self._dimension = int(size)
         self._name = f"sentence-transformers:{path.name}"
 
     @property

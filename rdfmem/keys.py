@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -84,6 +85,7 @@ def check_key(key: object) -> None:
         raise InvalidKey(f"key {key!r} is not valid Unicode text: {exc.reason}") from exc
 
 
+_fast_loads: Callable[[str], Any]
 try:
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is a dependency; json still works

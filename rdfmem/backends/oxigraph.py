@@ -17,7 +17,7 @@ from pyoxigraph import (
     Variable,
 )
 
-from ..errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
+from ..errors import BackingError, QueryError, StoreAlreadyOpen
 from .base import Backend, Graph, Object, RawResult, Subject
 
 __all__ = ["OxigraphBackend"]
@@ -118,23 +118,6 @@ class OxigraphBackend(Backend):
                 store.update(_edit_request(remove, add))  # one transaction
         except OSError as exc:
             raise BackingError(f"write failed: {exc}", cause=exc) from exc
-
-    def load(
-        self,
-        data: bytes,
-        format: RdfFormat,
-        *,
-        base_iri: str | None = None,
-        to_graph: NamedNode | BlankNode | None = None,
-    ) -> int:
-        before = len(self.store)
-        try:
-            self.store.load(data, format, base_iri=base_iri, to_graph=to_graph)
-        except SyntaxError as exc:
-            raise FormatError(f"cannot parse {format.name}: {exc}") from exc
-        except OSError as exc:
-            raise BackingError(f"load failed: {exc}", cause=exc) from exc
-        return len(self.store) - before
 
     def dump(
         self,
