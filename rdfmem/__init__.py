@@ -5,7 +5,7 @@ or any SPARQL 1.1 server; the decision graph, generalisations and scoped memorie
 are plain RDF that any SPARQL tool can read.
 """
 
-from .backends import Backend, OxigraphBackend, RdflibBackend
+from .backends import Backend, OxigraphBackend, RdflibBackend, SparqlBackend
 from .checkpoint import Checkpoint
 from .context import ContextUpdate
 from .decisions import DecisionGraph, Edge, Node
@@ -38,6 +38,7 @@ from .errors import (
 from .generalisations import Generalisation, Generalisations
 from .memories import Memories, Memory
 from .ontology import ontology_path
+from .remote import Endpoint, Lease, RemoteStore
 from .results import GraphResult, SelectResult
 from .store import RdfStore
 from .typed import TypedStore
@@ -51,6 +52,7 @@ __all__ = [
     "DecisionGraph",
     "DecisionGraphError",
     "Edge",
+    "Endpoint",
     "FormatError",
     "Generalisation",
     "GeneralisationNotFound",
@@ -63,6 +65,7 @@ __all__ = [
     "InvalidTitle",
     "InvalidValue",
     "KeyNotFound",
+    "Lease",
     "LeaseDenied",
     "LeaseExpired",
     "Memories",
@@ -77,8 +80,10 @@ __all__ = [
     "RdfMemError",
     "RdfStore",
     "RdflibBackend",
+    "RemoteStore",
     "SchemaError",
     "SelectResult",
+    "SparqlBackend",
     "StoreAlreadyOpen",
     "StoreError",
     "TypedStore",

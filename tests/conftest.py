@@ -18,8 +18,13 @@ from rdfmem import OxigraphBackend, RdflibBackend, RdfStore
 
 IN_CI = bool(os.environ.get("CI"))
 
-#: Every backend of the contract suite. Remote servers are appended in ``servers.py``.
+#: Real servers started by the ``servers`` plugin (``remote_store_factory``).
+pytest_plugins = ["servers"]
+
+#: The embedded backends of the contract suite.
 LOCAL_BACKENDS = ["oxigraph-memory", "oxigraph-disk", "rdflib"]
+#: Real servers: the whole contract on Oxigraph server, the key/value contract on Virtuoso.
+REMOTE_BACKENDS = ["oxigraph-server", "virtuoso"]
 
 
 def need(condition: bool, reason: str) -> None:
@@ -57,7 +62,7 @@ def _local_factory(kind: str, tmp_path: Path, opened: list[RdfStore]) -> StoreFa
     return make
 
 
-@pytest.fixture(params=LOCAL_BACKENDS)
+@pytest.fixture(params=LOCAL_BACKENDS + REMOTE_BACKENDS)
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """A factory of stores on one fresh backend of each kind."""
     opened: list[RdfStore] = []

@@ -3,5 +3,6 @@
 from .base import Backend
 from .oxigraph import OxigraphBackend
 from .rdflib import RdflibBackend
+from .sparql import SparqlBackend
 
-__all__ = ["Backend", "OxigraphBackend", "RdflibBackend"]
+__all__ = ["Backend", "OxigraphBackend", "RdflibBackend", "SparqlBackend"]

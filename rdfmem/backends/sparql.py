@@ -1,0 +1,643 @@
+"""A remote SPARQL 1.1 server, spoken to over the SPARQL 1.1 Protocol with httpx.
+
+Portable by design, so that the same code runs on Oxigraph server, Virtuoso, Fuseki,
+GraphDB or Neptune:
+
+* Queries and updates are POSTed as forms (``query=`` / ``update=``); the two URLs may be
+  the same (Virtuoso). Results are read as SPARQL JSON (XML accepted), graphs as
+  N-Triples (Turtle, RDF/XML accepted), and every body is validated, even on HTTP 200.
+* **The default graph.** Servers disagree on it: Oxigraph and Fuseki keep a real default
+  graph, Virtuoso, GraphDB and Neptune make it the union of all graphs, and Virtuoso refuses
+  writes that do not name a graph. So rdfmem never writes to the server's default graph:
+  its own default graph (``DefaultGraph()`` in the triple API) is the named graph
+  ``default_graph`` (``urn:rdfmem:graph:default`` unless told otherwise), and every write
+  names its graph. A raw ``query`` that states no dataset (no ``FROM``, no
+  ``default_graph=``) is sent with that graph as its default graph and every other named
+  graph as its named graphs, so it sees what it would see on an embedded store; a raw
+  ``sparql_update`` has its writes to the default graph sent to that graph
+  (``sparql_text.route_default_graph``). Other clients of the server see rdfmem's
+  default graph as the named graph it is.
+* **Blank nodes** never travel in updates (a server would mint new ones each time): they
+  are written as IRIs ``urn:rdfmem:bnode:<id>`` (skolemised) and read back as the same
+  blank nodes, in matches and in query results alike.
+* **Pre-bound variables** (``substitutions``) become a ``VALUES`` block, built with
+  ``sparql_term`` (N-Triples escaping), at the start of the outermost ``WHERE`` group and of
+  every sub-select: no caller text is pasted into the query.
+* **Long results**: when a server cuts a result at its row limit (Virtuoso's
+  ``X-SPARQL-MaxRows``), rdfmem's own reads page through it; a raw query raises.
+* **Large writes**: Virtuoso compiles an update to SQL and refuses one of ~1,500 quads, so
+  against Virtuoso writes go in requests of 500 quads (``max_quads_per_request``); such a
+  write is then not atomic.
+* ``exclusive`` is a lease on the server (``rdfmem.leases``), so the key/value layer's
+  read-modify-writes are atomic across processes and machines.
+
+Errors are translated at this boundary (``raise … from exc``): a transport failure is
+``Unreachable`` (endpoint and cause), HTTP 400 is ``QueryError`` with the server's message,
+any other failure or a malformed body is ``BackingError``. A request the server rolled
+back (SQLSTATE 40001, a deadlock: Virtuoso under concurrent writes) is sent again.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import httpx
+from pyoxigraph import (
+    BlankNode,
+    DefaultGraph,
+    Literal,
+    NamedNode,
+    Quad,
+    QueryBoolean,
+    QueryResultsFormat,
+    QuerySolutions,
+    RdfFormat,
+    Triple,
+    parse,
+    parse_query_results,
+)
+
+from ..errors import BackingError, InvalidTerm, QueryError, Unreachable
+from ..leases import Leases
+from ..terms import sparql_term
+from .base import Backend, Graph, Object, RawResult, Subject
+from .sparql_text import inject_values, query_shape, route_default_graph
+
+__all__ = [
+    "DEFAULT_GRAPH_IRI",
+    "LEASE_GRAPH_IRI",
+    "SKOLEM_PREFIX",
+    "VIRTUOSO_GRAPHS",
+    "SparqlBackend",
+    "compile_match",
+    "edit_requests",
+]
+
+DEFAULT_GRAPH_IRI = "urn:rdfmem:graph:default"
+LEASE_GRAPH_IRI = "urn:rdfmem:graph:leases"
+SKOLEM_PREFIX = "urn:rdfmem:bnode:"
+#: The graphs a fresh Virtuoso keeps for itself (with its default ``DefaultHost``).
+VIRTUOSO_GRAPHS = [
+    NamedNode("http://www.openlinksw.com/schemas/virtrdf#"),
+    NamedNode("http://www.w3.org/ns/ldp#"),
+    NamedNode("http://www.w3.org/2002/07/owl#"),
+    NamedNode("http://localhost:8890/sparql"),
+    NamedNode("http://localhost:8890/DAV/"),
+]
+_RESULTS = "application/sparql-results+json"
+# By query form: Virtuoso answers CONSTRUCT with SELECT-style rows if results come first.
+_ACCEPT = {
+    "SELECT": "application/sparql-results+json, application/sparql-results+xml;q=0.8",
+    "ASK": "application/sparql-results+json, application/sparql-results+xml;q=0.8",
+    "GRAPH": "application/n-triples, text/turtle;q=0.9, application/rdf+xml;q=0.8",
+}
+_VIRTUOSO_QUADS = 500
+# SQLSTATE 40001 (serialization failure, deadlock): the request was rolled back.
+_ROLLED_BACK = re.compile(r"\b40001\b|deadlock", re.IGNORECASE)
+_RETRIES = 6
+_GraphTerm = NamedNode | BlankNode | DefaultGraph
+
+
+# -- terms on the wire ----------------------------------------------------------------------
+
+
+def to_wire(term: Any, default_graph: NamedNode | None = None) -> Any:
+    """The term as it is written to the server: blank nodes skolemised, the default graph
+    named."""
+    if isinstance(term, BlankNode):
+        return NamedNode(SKOLEM_PREFIX + term.value)
+    if isinstance(term, DefaultGraph):
+        if default_graph is None:
+            raise InvalidTerm("the default graph cannot appear here")
+        return default_graph
+    if isinstance(term, Triple):
+        return Triple(to_wire(term.subject), term.predicate, to_wire(term.object))
+    return term
+
+
+def from_wire(term: Any) -> Any:
+    """The term as rdfmem hands it out: skolem IRIs back to blank nodes."""
+    if isinstance(term, NamedNode) and term.value.startswith(SKOLEM_PREFIX):
+        return BlankNode(_bnode_id(term.value[len(SKOLEM_PREFIX) :]))
+    return term
+
+
+# -- pure compilers: matches and edits ------------------------------------------------------
+
+
+def compile_match(
+    subject: Subject | None,
+    predicate: NamedNode | None,
+    object: Object | None,
+    graph: Graph | None,
+    *,
+    default_graph: NamedNode,
+    hidden: Sequence[NamedNode] = (),
+) -> tuple[str, list[str]]:
+    """The query answering a quad pattern, and the variables it binds (``ASK`` when none).
+
+    >>> q, names = compile_match(None, NamedNode("urn:p"), None, None,
+    ...     default_graph=NamedNode("urn:d"), hidden=[NamedNode("urn:l")])
+    >>> print(q)
+    SELECT ?s ?o ?g WHERE { GRAPH ?g { ?s <urn:p> ?o } FILTER(?g NOT IN (<urn:l>)) }
+    """
+    names: list[str] = []
+    parts = []
+    for name, term in (("s", subject), ("p", predicate), ("o", object)):
+        if term is None:
+            names.append(name)
+            parts.append("?" + name)
+        else:
+            parts.append(sparql_term(to_wire(term)))
+    triple = " ".join(parts)
+    if graph is None:
+        names.append("g")
+        body = f"GRAPH ?g {{ {triple} }}"
+        if hidden:
+            body += f" FILTER(?g NOT IN ({', '.join(sparql_term(h) for h in hidden)}))"
+    else:
+        body = f"GRAPH {sparql_term(to_wire(graph, default_graph))} {{ {triple} }}"
+    if not names:
+        return f"ASK {{ {body} }}", names
+    return f"SELECT {' '.join('?' + n for n in names)} WHERE {{ {body} }}", names
+
+
+def _data(quads: Sequence[Quad], default_graph: NamedNode) -> str:
+    groups: dict[str, list[str]] = {}
+    for q in quads:
+        triple = (
+            f"{sparql_term(to_wire(q.subject))} {sparql_term(q.predicate)} "
+            f"{sparql_term(to_wire(q.object))} ."
+        )
+        groups.setdefault(sparql_term(to_wire(q.graph_name, default_graph)), []).append(triple)
+    return " ".join(f"GRAPH {g} {{ {' '.join(ts)} }}" for g, ts in groups.items())
+
+
+def edit_requests(
+    remove: Sequence[Quad],
+    add: Sequence[Quad],
+    *,
+    default_graph: NamedNode,
+    limit: int | None = None,
+) -> list[str]:
+    """``INSERT DATA`` then ``DELETE DATA``, every quad in an explicit ``GRAPH``: one request,
+    or several of at most ``limit`` quads. Inserting first means that a reader of a server
+    with weak isolation (Virtuoso reads committed rows) sees the old quads, the new ones,
+    or both, but never neither.
+
+    >>> q = Quad(NamedNode("urn:s"), NamedNode("urn:p"), BlankNode("b1"), DefaultGraph())
+    >>> edit_requests([], [q], default_graph=NamedNode("urn:d"))
+    ['INSERT DATA { GRAPH <urn:d> { <urn:s> <urn:p> <urn:rdfmem:bnode:b1> . } }']
+    """
+    both = set(remove) & set(add)
+    if both:  # kept as they are: inserting, then deleting, would lose them
+        remove = [q for q in remove if q not in both]
+        add = [q for q in add if q not in both]
+    if limit is None or len(remove) + len(add) <= limit:
+        ops = []
+        if add:
+            ops.append(f"INSERT DATA {{ {_data(add, default_graph)} }}")
+        if remove:
+            ops.append(f"DELETE DATA {{ {_data(remove, default_graph)} }}")
+        return [" ; ".join(ops)] if ops else []
+    requests = []
+    for verb, quads in (("INSERT", add), ("DELETE", remove)):
+        for i in range(0, len(quads), limit):
+            requests.append(f"{verb} DATA {{ {_data(quads[i : i + limit], default_graph)} }}")
+    return requests
+
+
+# -- the backend ----------------------------------------------------------------------------
+
+
+class SparqlBackend(Backend):
+    """A SPARQL 1.1 Protocol endpoint (and update endpoint) over httpx.
+
+    >>> backend = SparqlBackend("http://127.0.0.1:7878/query", "http://127.0.0.1:7878/update")
+    >>> backend.exclusive_writer, backend.persistent
+    (False, True)
+    >>> backend.close()
+
+    Args:
+        query_url: the query endpoint.
+        update_url: the update endpoint; the query endpoint when None (Virtuoso, Fuseki).
+        auth: httpx authentication (``("user", "password")`` or an ``httpx.Auth``).
+        timeout: seconds to wait for the server, per request.
+        headers: extra HTTP headers sent with every request (bodies are asked for
+            uncompressed unless ``Accept-Encoding`` says otherwise).
+        default_graph: the named graph that is rdfmem's default graph on this server.
+        lease_graph: the named graph that holds lease claims (hidden from matches).
+        hidden_graphs: graphs that reads of every graph leave out, besides the lease graph;
+            by default Virtuoso's own graphs (``VIRTUOSO_GRAPHS``) against Virtuoso.
+        lease_ttl_ms, lease_wait_ms: the lease a read-modify-write takes, and how long it
+            waits for another client's lease before ``LeaseDenied``.
+        max_quads_per_request: split larger writes (not atomic then); by default 500
+            against Virtuoso, unbounded elsewhere.
+        snapshot_reads: the server answers each query from one consistent state, so the
+            lease read may bring the leased entries along (one request less per update);
+            by default true for Oxigraph server only (Virtuoso reads committed rows as it
+            goes, so there it would read stale values).
+        transport: an httpx transport (retries, proxies, tests).
+    """
+
+    supports_update = True
+    read_only = False
+    exclusive_writer = False
+    persistent = True
+
+    def __init__(
+        self,
+        query_url: str,
+        update_url: str | None = None,
+        *,
+        auth: httpx.Auth | tuple[str, str] | None = None,
+        timeout: float = 30.0,
+        headers: Mapping[str, str] | None = None,
+        default_graph: str = DEFAULT_GRAPH_IRI,
+        lease_graph: str = LEASE_GRAPH_IRI,
+        hidden_graphs: Sequence[str] | None = None,
+        lease_ttl_ms: int = 10_000,
+        lease_wait_ms: int = 30_000,
+        max_quads_per_request: int | None = None,
+        snapshot_reads: bool | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__()
+        self.query_url = query_url
+        self.update_url = update_url or query_url
+        try:
+            self.default_graph = NamedNode(default_graph)
+            self.lease_graph = NamedNode(lease_graph)
+            self._hidden = None if hidden_graphs is None else [NamedNode(g) for g in hidden_graphs]
+            httpx.URL(self.query_url)
+            httpx.URL(self.update_url)
+        except (ValueError, httpx.InvalidURL) as exc:
+            raise InvalidTerm(f"invalid remote store option: {exc}") from exc
+        self.max_quads_per_request = max_quads_per_request
+        self._snapshot_reads = snapshot_reads
+        self.server = ""  # the Server header, once seen
+        # Uncompressed bodies by default: Virtuoso closes the connection after each
+        # compressed answer, which costs a TCP handshake per request.
+        sent = {"Accept-Encoding": "identity", **dict(headers or {})}
+        self.client = httpx.Client(auth=auth, timeout=timeout, headers=sent, transport=transport)
+        self.leases = Leases(self, self.lease_graph, lease_ttl_ms, lease_wait_ms)
+        self._closed = False
+
+    # -- HTTP -----------------------------------------------------------------------------
+
+    def _post(self, url: str, form: Mapping[str, Any], accept: str, what: str) -> httpx.Response:
+        if self._closed:
+            raise BackingError("this remote store is closed", cause=None)
+        for attempt in range(_RETRIES + 1):
+            try:
+                response = self.client.post(url, data=form, headers={"Accept": accept})
+            except httpx.TransportError as exc:
+                raise Unreachable(
+                    f"{url} did not answer: {type(exc).__name__}: {exc}", endpoint=url, cause=exc
+                ) from exc
+            self.server = response.headers.get("server", self.server)
+            if response.is_success:
+                return response
+            message = response.text.strip()[:2000] or response.reason_phrase
+            if attempt == _RETRIES or not _ROLLED_BACK.search(message):
+                break
+            # The server rolled the request back (Virtuoso: "40001 … Transaction
+            # deadlocked"): nothing of it happened, so it is safe to send it again.
+            time.sleep(0.005 * 2**attempt * random.uniform(0.5, 1.5))
+        if response.status_code == 400:
+            raise QueryError(f"the server refused the {what}: {message}")
+        if response.status_code in (401, 403):
+            raise BackingError(
+                f"{url} refused the {what} (HTTP {response.status_code}): {message}",
+                cause=response.status_code,
+            )
+        raise BackingError(
+            f"{url} failed the {what} (HTTP {response.status_code}): {message}",
+            cause=response.status_code,
+        )
+
+    def _results(self, response: httpx.Response) -> RawResult:
+        """The body as pyoxigraph results, fully validated, blank nodes restored."""
+        media = response.headers.get("content-type", "")
+        body = response.content
+        rdf = RdfFormat.from_media_type(media) if media else None
+        if rdf is not None:
+            try:
+                return [
+                    Triple(from_wire(t.subject), t.predicate, from_wire(t.object))
+                    for t in parse(body, rdf)
+                ]
+            except (SyntaxError, ValueError) as exc:
+                raise BackingError(
+                    f"malformed {rdf.name} from the server: {exc}", cause=exc
+                ) from exc
+        fmt = QueryResultsFormat.from_media_type(media) if media else None
+        if fmt is None:
+            raise BackingError(f"unexpected answer from the server ({media or 'no type'})")
+        if fmt == QueryResultsFormat.JSON and (SKOLEM_PREFIX.encode() in body or b"bnode" in body):
+            body = _normalized_json(body)
+        try:
+            parsed = parse_query_results(body, fmt)
+            if isinstance(parsed, QueryBoolean):
+                return bool(parsed)
+            variables = [v.value for v in parsed.variables]
+            rows = [[s[i] for i in range(len(variables))] for s in parsed]  # validates all
+        except (SyntaxError, ValueError) as exc:
+            raise BackingError(f"malformed {fmt.name} from the server: {exc}", cause=exc) from exc
+        if fmt != QueryResultsFormat.JSON and SKOLEM_PREFIX.encode() in body:
+            body, fmt = _solutions_json(variables, rows), QueryResultsFormat.JSON
+        solutions = parse_query_results(body, fmt)
+        assert isinstance(solutions, QuerySolutions)
+        return solutions
+
+    def _truncated(self, response: httpx.Response) -> int:
+        limit = response.headers.get("x-sparql-maxrows")
+        return int(limit) if limit and limit.isdigit() else 0
+
+    # -- the contract ---------------------------------------------------------------------
+
+    def query(
+        self,
+        sparql: str,
+        *,
+        base_iri: str | None = None,
+        default_graph: Sequence[Graph] | None = None,
+        named_graphs: Sequence[NamedNode | BlankNode] | None = None,
+        substitutions: Mapping[str, Object] | None = None,
+    ) -> RawResult:
+        self.leases.flush()
+        form_of, states_dataset, uses_graphs = query_shape(sparql)
+        text = sparql
+        if substitutions:
+            text = inject_values(text, {k: to_wire(v) for k, v in substitutions.items()})
+        form: dict[str, Any] = {"query": _with_base(text, base_iri)}
+        if default_graph is not None or named_graphs is not None or not states_dataset:
+            defaults = [self.default_graph] if default_graph is None else default_graph
+            form["default-graph-uri"] = [to_wire(g, self.default_graph).value for g in defaults]
+            if named_graphs is not None:
+                form["named-graph-uri"] = [to_wire(g).value for g in named_graphs]
+            elif uses_graphs:
+                form["named-graph-uri"] = [g.value for g in self.named_graphs()]
+        response = self._post(self.query_url, form, _ACCEPT[form_of], "query")
+        limit = self._truncated(response)
+        if limit:
+            raise BackingError(
+                f"the server cut the result at {limit} rows (its result row limit); "
+                "page with LIMIT and OFFSET",
+                cause=limit,
+            )
+        return self._results(response)
+
+    def select_rows(self, sparql: str) -> list[dict[str, Any]]:
+        """The rows of a SELECT rdfmem wrote (paged past a server row limit)."""
+        self.leases.flush()
+        response = self._post(self.query_url, {"query": sparql}, _RESULTS, "query")
+        limit = self._truncated(response)
+        solutions = self._results(response)
+        if not isinstance(solutions, QuerySolutions):
+            raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
+        variables = [v.value for v in solutions.variables]
+        rows = [_row(variables, s) for s in solutions]
+        if limit and len(rows) >= limit:
+            # Cut at the server's row limit: read it again in pages, in a stable order.
+            # (The sort sits in a sub-select: Virtuoso refuses to sort for a deep OFFSET.)
+            rows, order = [], " ".join("?" + v for v in variables)
+            while True:
+                page = (
+                    f"SELECT {order} WHERE {{ {{ {sparql} ORDER BY {order} }} }} "
+                    f"LIMIT {limit} OFFSET {len(rows)}"
+                )
+                more = self._results(self._post(self.query_url, {"query": page}, _RESULTS, "query"))
+                assert isinstance(more, QuerySolutions)
+                batch = [_row(variables, s) for s in more]
+                rows.extend(batch)
+                if len(batch) < limit:
+                    break
+        return rows
+
+    def hidden_graphs(self) -> list[NamedNode]:
+        """The graphs that reads of every graph leave out: the lease graph, and the
+        server's own graphs (asks the server who it is, once, when it has to)."""
+        hidden = self._hidden
+        if hidden is None:
+            if not self.server:
+                self.health(5000)
+            hidden = VIRTUOSO_GRAPHS if "virtuoso" in self.server.lower() else []
+            if self.server:
+                self._hidden = hidden
+        return [self.lease_graph, *hidden]
+
+    def snapshot_reads(self) -> bool:
+        """Whether one query reads one consistent state (``snapshot_reads``); asks the
+        server who it is, once, when it has to."""
+        if self._snapshot_reads is None:
+            if not self.server:
+                self.health(5000)
+            if self.server:
+                self._snapshot_reads = self.server.lower().startswith("oxigraph")
+        return bool(self._snapshot_reads)
+
+    def named_graphs(self) -> list[NamedNode]:
+        """Every named graph but rdfmem's default graph and lease graph."""
+        rows = self.select_rows("SELECT ?g WHERE { GRAPH ?g { } }")
+        if any("g" not in row for row in rows):  # Virtuoso: no empty GRAPH patterns
+            rows = self.select_rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        hidden = {self.default_graph, *self.hidden_graphs()}
+        return [r["g"] for r in rows if isinstance(r.get("g"), NamedNode) and r["g"] not in hidden]
+
+    def update(self, sparql: str, *, base_iri: str | None = None) -> None:
+        """Run SPARQL Update; its writes to the default graph go to rdfmem's default graph
+        (``route_default_graph``)."""
+        self.leases.flush()
+        routed = route_default_graph(sparql, self.default_graph)
+        self.send_update(_with_base(routed, base_iri))
+
+    def send_update(self, sparql: str) -> None:
+        """Send an update exactly as written."""
+        self._post(self.update_url, {"update": sparql}, "*/*", "update")
+
+    def match(
+        self,
+        subject: Subject | None = None,
+        predicate: NamedNode | None = None,
+        object: Object | None = None,
+        graph: Graph | None = None,
+    ) -> Iterator[Quad]:
+        sparql, names = compile_match(
+            subject,
+            predicate,
+            object,
+            graph,
+            default_graph=self.default_graph,
+            hidden=self.hidden_graphs() if graph is None else (),
+        )
+        if isinstance(subject, NamedNode):
+            prefetched = self.leases.prefetched(subject)
+            if prefetched is not None:  # read along with this thread's lease on the subject
+                found = self._quads(
+                    [{"s": subject, "p": r["pp"], "o": r["po"], "g": r["pg"]} for r in prefetched],
+                    subject,
+                    predicate,
+                    object,
+                    graph,
+                )
+                hidden = set(self.hidden_graphs()) if graph is None else set()
+                return iter(
+                    q
+                    for q in found
+                    if q.graph_name not in hidden
+                    and (predicate is None or q.predicate == predicate)
+                    and (object is None or q.object == object)
+                    and (graph is None or q.graph_name == graph)
+                )
+        if not names:
+            self.leases.flush()
+            response = self._post(self.query_url, {"query": sparql}, _RESULTS, "query")
+            if self._results(response):
+                assert subject is not None and predicate is not None and object is not None
+                return iter([Quad(subject, predicate, object, graph)])
+            return iter([])
+        rows = self.select_rows(sparql)
+        for _ in range(5):
+            if all(len(row) == len(names) for row in rows):
+                break
+            # A row missing a variable of the pattern: Virtuoso read a quad while another
+            # request deleted it. Read again; what stays torn is read as deleted.
+            rows = self.select_rows(sparql)
+        rows = [row for row in rows if len(row) == len(names)]
+        return iter(self._quads(rows, subject, predicate, object, graph))
+
+    def _quads(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        subject: Any,
+        predicate: Any,
+        object: Any,
+        graph: Any,
+    ) -> list[Quad]:
+        quads = []
+        for row in rows:
+            try:
+                g: Any = row.get("g", graph)
+                s: Any = row.get("s", subject)
+                p: Any = row.get("p", predicate)
+                o: Any = row.get("o", object)
+                quads.append(Quad(s, p, o, DefaultGraph() if g == self.default_graph else g))
+            except (TypeError, ValueError) as exc:
+                raise BackingError(f"the server returned a malformed quad: {row}") from exc
+        return quads
+
+    def apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        if not remove and not add:
+            return
+        limit = self.max_quads_per_request
+        if limit is None and len(remove) + len(add) > _VIRTUOSO_QUADS:
+            if not self.server:
+                self.health(5000)
+            if "virtuoso" in self.server.lower():
+                limit = _VIRTUOSO_QUADS
+        self.leases.write(edit_requests(remove, add, default_graph=self.default_graph, limit=limit))
+
+    def exclusive(self, subjects: Sequence[NamedNode]) -> AbstractContextManager[Any]:
+        """A lease on ``subjects`` held against every client of the server."""
+        return self.leases.exclusive(subjects)
+
+    def health(self, timeout_ms: float) -> bool:
+        """True when the server answers ``ASK {}`` correctly within ``timeout_ms``; never
+        raises."""
+        try:
+            response = self.client.post(
+                self.query_url,
+                data={"query": "ASK {}"},
+                headers={"Accept": _RESULTS},
+                timeout=max(timeout_ms, 1) / 1000.0,
+            )
+            self.server = response.headers.get("server", self.server)
+            return response.status_code == 200 and self._results(response) is True
+        except Exception:  # a health probe reports, it never raises
+            return False
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.client.close()
+
+    def __repr__(self) -> str:
+        return f"SparqlBackend({self.query_url!r})"
+
+
+def _with_base(sparql: str, base_iri: str | None) -> str:
+    if base_iri is None:
+        return sparql
+    try:
+        return f"BASE {sparql_term(NamedNode(base_iri))}\n{sparql}"
+    except ValueError as exc:
+        raise InvalidTerm(f"base_iri is not an IRI: {base_iri!r}") from exc
+
+
+def _row(variables: Sequence[str], solution: Any) -> dict[str, Any]:
+    row = {}
+    for i, name in enumerate(variables):
+        term = solution[i]
+        if term is not None:
+            row[name] = term
+    return row
+
+
+def _term_json(term: Any) -> dict[str, Any]:
+    term = from_wire(term)
+    if isinstance(term, NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, BlankNode):
+        return {"type": "bnode", "value": term.value}
+    if isinstance(term, Literal):
+        out: dict[str, Any] = {"type": "literal", "value": term.value}
+        if term.language:
+            out["xml:lang"] = term.language
+        else:
+            out["datatype"] = term.datatype.value
+        return out
+    raise BackingError(f"unsupported term in results: {term!r}")
+
+
+def _bnode_id(value: str) -> str:
+    try:
+        return BlankNode(value).value
+    except ValueError:  # Virtuoso's "nodeID://b1001": a stable id that pyoxigraph accepts
+        return "x" + value.encode("utf-8").hex()
+
+
+def _normalized_json(body: bytes) -> bytes:
+    """SPARQL JSON results with skolem IRIs made blank nodes again and blank node labels
+    made valid (Virtuoso's ``nodeID://…``).
+
+    Raises:
+        BackingError: the body is not SPARQL JSON results.
+    """
+    try:
+        doc = json.loads(body)
+        for binding in doc["results"]["bindings"]:
+            for term in binding.values():
+                value = term.get("value", "")
+                if term.get("type") == "uri" and value.startswith(SKOLEM_PREFIX):
+                    term["type"], term["value"] = "bnode", _bnode_id(value[len(SKOLEM_PREFIX) :])
+                elif term.get("type") == "bnode":
+                    term["value"] = _bnode_id(value)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BackingError(f"malformed SPARQL JSON results from the server: {exc}") from exc
+    return json.dumps(doc, ensure_ascii=False).encode("utf-8")
+
+
+def _solutions_json(variables: Sequence[str], rows: Sequence[Sequence[Any]]) -> bytes:
+    bindings = [
+        {v: _term_json(t) for v, t in zip(variables, row, strict=True) if t is not None}
+        for row in rows
+    ]
+    doc = {"head": {"vars": list(variables)}, "results": {"bindings": bindings}}
+    return json.dumps(doc, ensure_ascii=False).encode("utf-8")
