@@ -37,7 +37,9 @@ def per_op(fn: Callable[[int], object], n: int, repeats: int) -> float:
     return statistics.median(runs)
 
 
-def raw_oxigraph(store: Store, keys: int) -> tuple[Callable[[int], object], Callable[[int], object]]:
+def raw_oxigraph(
+    store: Store, keys: int
+) -> tuple[Callable[[int], object], Callable[[int], object]]:
     subjects = [NamedNode(f"urn:rdfmem:store:k{i}") for i in range(keys)]
 
     def set_(i: int) -> None:
@@ -55,7 +57,9 @@ def raw_oxigraph(store: Store, keys: int) -> tuple[Callable[[int], object], Call
     return set_, get
 
 
-def rdfmem_ops(store: RdfStore, keys: int) -> tuple[Callable[[int], object], Callable[[int], object]]:
+def rdfmem_ops(
+    store: RdfStore, keys: int
+) -> tuple[Callable[[int], object], Callable[[int], object]]:
     names = [f"k{i}" for i in range(keys)]
     return (lambda i: store.set(names[i % keys], {"n": i})), (lambda i: store.get(names[i % keys]))
 
@@ -63,7 +67,9 @@ def rdfmem_ops(store: RdfStore, keys: int) -> tuple[Callable[[int], object], Cal
 def langgraph_ops(store, keys: int):  # type: ignore[no-untyped-def]
     names = [f"k{i}" for i in range(keys)]
     ns = ("agent",)
-    return (lambda i: store.put(ns, names[i % keys], {"n": i})), (lambda i: store.get(ns, names[i % keys]))
+    return (lambda i: store.put(ns, names[i % keys], {"n": i})), (
+        lambda i: store.get(ns, names[i % keys])
+    )
 
 
 def main() -> None:
@@ -114,13 +120,21 @@ def main() -> None:
             return f"{by[a][col] / by[b][col]:.2f}x"
         return "n/a"
 
-    mem, raw, lgm = "rdfmem, Oxigraph memory", "raw pyoxigraph, memory (floor)", "LangGraph InMemoryStore"
-    dsk, rawd, lgs = "rdfmem, Oxigraph disk", "raw pyoxigraph, disk (floor)", "LangGraph SqliteStore (disk)"
+    mem, raw, lgm = (
+        "rdfmem, Oxigraph memory",
+        "raw pyoxigraph, memory (floor)",
+        "LangGraph InMemoryStore",
+    )
+    dsk, rawd, lgs = (
+        "rdfmem, Oxigraph disk",
+        "raw pyoxigraph, disk (floor)",
+        "LangGraph SqliteStore (disk)",
+    )
     lines = [
         "# Key/value benchmark",
         "",
         f"`python benchmarks/bench_kv.py{' --quick' if args.quick else ''}` on {platform.python_implementation()} "
-        f"{platform.python_version()}, {platform.machine()}; {keys} keys, JSON values `{{\"n\": i}}`, "
+        f'{platform.python_version()}, {platform.machine()}; {keys} keys, JSON values `{{"n": i}}`, '
         "median of runs, microseconds per call (lower is better).",
         "",
         "| store | set (us) | get (us) |",

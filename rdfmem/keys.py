@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, unquote
@@ -91,6 +92,7 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency; json still works
     _fast_loads = json.loads
 
+_LONG_DIGITS = re.compile(r"\d{19}")
 _SCALARS = (str, int, bool, type(None))
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
@@ -168,10 +170,11 @@ def loads(text: str) -> Any:
     Raises:
         BackingError: the text is not JSON.
     """
-    try:
-        return _fast_loads(text)
-    except ValueError:
-        pass
+    if not _LONG_DIGITS.search(text):  # orjson would turn ints beyond 64 bits into floats
+        try:
+            return _fast_loads(text)
+        except ValueError:
+            pass
     try:
         return json.loads(text)
     except ValueError as exc:

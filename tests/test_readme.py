@@ -32,8 +32,16 @@ def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     namespace: dict[str, object] = {"__name__": "readme"}
     for number, code in enumerate(blocks(), start=1):
         if code.lstrip().startswith("# needs a server"):
-            continue
+            continue  # run by test_readme_server_examples_run
         try:
             exec(compile(code, f"README.md python block {number}", "exec"), namespace)
         except Exception as exc:  # pragma: no cover - the failure is the message
             raise AssertionError(f"README python block {number} failed: {exc!r}\n{code}") from exc
+
+
+def test_readme_server_examples_run(oxigraph_server) -> None:  # type: ignore[no-untyped-def]
+    served = [code for code in blocks() if code.lstrip().startswith("# needs a server")]
+    assert served
+    base = oxigraph_server.query_url.rsplit("/", 1)[0]
+    for code in served:
+        exec(compile(code.replace("http://127.0.0.1:7878", base), "README.md", "exec"), {})
