@@ -25,6 +25,7 @@ import json
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -270,10 +271,14 @@ class DecisionGraph:
         self.store = store
         self.graph = graph
         self._base = q.iri_base(graph)
-        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"DecisionGraph({self.store!r}, graph={self.graph!r})"
+
+    def _exclusive(self) -> AbstractContextManager[Any]:
+        # Check-then-write of nodes and edges: the whole graph, for every writer of the
+        # store (the write lock; a lease on a SPARQL server).
+        return self.store.exclusive(self.graph)
 
     # -- IRIs, reads ----------------------------------------------------------------------
 
@@ -321,7 +326,7 @@ class DecisionGraph:
         item: Node = _validated(Node, node)
         iri = self._node_iri(item.id)
         lines = self._lines_of_node(iri, item)
-        with self._lock:
+        with self._exclusive():
             if self._has(iri, q.RM_STATUS):
                 raise DecisionGraphError(f"a node with id {item.id!r} already exists")
             self.store.sparql_update(
@@ -344,7 +349,7 @@ class DecisionGraph:
         lines: list[str] = []
         for iri, item in zip(iris, items, strict=True):
             lines.extend(self._lines_of_node(iri, item))
-        with self._lock:
+        with self._exclusive():
             clash = self._existing(iris, q.RM_STATUS)
             if clash:
                 ids = sorted(q.id_of(i, self._base + "node/") for i in clash)
@@ -388,7 +393,7 @@ class DecisionGraph:
                 f"update_node cannot change {', '.join(bad)}; it changes "
                 f"{', '.join(sorted(_CHANGEABLE))} (updated_at is set for you)"
             )
-        with self._lock:
+        with self._exclusive():
             current = self.get_node(node_id)
             updated = self._changed(current, wanted)
             iri = self._node_iri(node_id)
@@ -400,7 +405,7 @@ class DecisionGraph:
     def delete_node(self, node_id: str) -> bool:
         """Remove a node and every edge touching it; True when there was such a node."""
         iri = self._node_iri(self._id(node_id))
-        with self._lock:
+        with self._exclusive():
             if not self._has(iri, q.RM_STATUS):
                 return False
             self.store.sparql_update(q.delete_node_update(self.graph, iri))
@@ -416,7 +421,7 @@ class DecisionGraph:
                 node, or the fields are invalid; nothing is written.
         """
         item: Edge = _validated(Edge, edge)
-        with self._lock:
+        with self._exclusive():
             self._check_edge(item)
             self.store.sparql_update(self._insert_edge(item))
         return item
@@ -451,7 +456,7 @@ class DecisionGraph:
                     created_at=item.created_at,
                 )
             )
-        with self._lock:
+        with self._exclusive():
             clash = self._existing(iris, q.RM_EDGE_TYPE)
             if clash:
                 ids = sorted(q.id_of(i, self._base + "edge/") for i in clash)
@@ -496,7 +501,7 @@ class DecisionGraph:
             type="supersedes",
             metadata={} if rationale is None else {"rationale": rationale},
         )
-        with self._lock:
+        with self._exclusive():
             old = self.get_node(old_id)
             self.get_node(new_id)
             updated = self._changed(old, changes)

@@ -237,7 +237,7 @@ class Generalisations:
             GeneralisationNotFound: no generalisation has that id in this group.
         """
         subject = self.subject(id)
-        with self.store.backend.lock:
+        with self.store.exclusive(subject):
             if not self._exists(subject):
                 raise GeneralisationNotFound(f"no generalisation {id!r} in group {self.group_id!r}")
             self.store.sparql_update(self._delete_request(subject))
@@ -246,7 +246,7 @@ class Generalisations:
         subject = self.subject(g.id)
         vector = self.embedder.embed([g.content])[0]
         now = datetime.now(timezone.utc)
-        with self.store.backend.lock:
+        with self.store.exclusive(subject):
             old = self._read([subject]).get(subject.value)
             if old is None and must_exist:
                 raise GeneralisationNotFound(

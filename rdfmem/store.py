@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -159,6 +160,27 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         view._codec = KeyCodec(self.subject_prefix, namespace)
         view._init_kv()
         return view
+
+    def exclusive(self, *subjects: str | NamedNode) -> AbstractContextManager[Any]:
+        """Hold the right to read-modify-write ``subjects`` (IRIs): on an embedded backend
+        the process-wide write lock, on a SPARQL server a lease every client respects.
+
+        >>> store = RdfStore()
+        >>> with store.exclusive("urn:doc:1"):
+        ...     if not store.ask(subject="urn:doc:1"):
+        ...         store.assert_("urn:doc:1", "urn:rev", 1)
+
+        Raises:
+            InvalidTerm: a subject that is not an IRI.
+            LeaseDenied: (remote) another client kept the lease too long.
+        """
+        nodes = []
+        for subject in subjects:
+            try:
+                nodes.append(subject if isinstance(subject, NamedNode) else NamedNode(subject))
+            except ValueError as exc:
+                raise InvalidTerm(f"not an IRI: {subject!r}") from exc
+        return self.backend.exclusive(nodes)
 
     def _run_async(self, fn: Callable[..., Any], *args: Any) -> Any:
         return self.backend.run_async(fn, *args)

