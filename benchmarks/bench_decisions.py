@@ -258,11 +258,10 @@ def main() -> None:
         "",
         f"Generated graph: {n:,} nodes, {len(edges):,} edges (a random tree from `n0` plus "
         "random edges closing cycles), in memory. Times in ms, the fastest of "
-        f"{repeat} run(s). Machine: {os.cpu_count()} cores shared with other engineers' "
-        f"jobs (load average {load_before:.1f} before, {load_after:.1f} after), Python "
+        f"{repeat} run(s). Machine: {os.cpu_count()} cores (load average "
+        f"{load_before:.1f} before, {load_after:.1f} after), Python "
         f"{platform.python_version()}, pyoxigraph {pyoxigraph.__version__}. "
-        "The lead re-runs this on a quiet machine; treat absolute numbers as noisy and "
-        "the ratios as the result.",
+        "Absolute numbers move between runs; the ratios, measured side by side, are the result.",
         "",
         "## Build",
         "",

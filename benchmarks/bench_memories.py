@@ -145,11 +145,11 @@ def table(rows: list[dict[str, object]], n: int, repeats: int) -> str:
         f"`python benchmarks/bench_memories.py{'' if n == 10_000 else ' --quick'}`: {n:,} "
         f"memories (global and project scopes), {len(QUERIES)} queries, top {LIMIT}, median "
         f"of {repeats} passes; default `HashingEmbedder` (512 dimensions). Python "
-        f"{platform.python_version()}, numpy {np.__version__}, {platform.machine()}; a shared "
-        "2-core machine that four other engineers were loading at the same time, so absolute "
-        "numbers are noisy; the ratios are measured side by side in one run. BLAS runs on one "
+        f"{platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
+        f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f}); absolute numbers "
+        "move between runs, the ratios are measured side by side in one run. BLAS runs on one "
         f"thread (OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}): with two, "
-        "the machine's load made the floor itself swing tenfold.",
+        "a loaded machine made the floor itself swing tenfold.",
         "",
         "Each query runs on every contender before the next one (side by side). "
         "Warm: the decoded matrix is cached (nothing written since the last search). Cold: the "

@@ -208,6 +208,13 @@ def run_python(url: str, connections: int, seconds: int, subjects: int) -> tuple
     return len(latencies) / elapsed, p50, p99, errors[0]
 
 
+def _http_stack() -> str:
+    import importlib.util
+
+    have = [m for m in ("httptools", "uvloop") if importlib.util.find_spec(m) is not None]
+    return " and ".join(have) if have else "its pure-Python h11 parser"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a smoke run")
@@ -292,10 +299,11 @@ def write_report(
         "",
         "Target: rdfmem serve at least 0.25x Oxigraph server's rate.",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other engineers' "
-        f"work while this ran (numbers move between runs), Python {platform.python_version()}, "
-        "uvicorn with its pure-Python h11 parser (httptools and uvloop are not installed). "
-        "The load generator runs on the same cores as the servers.",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores (load average "
+        f"{os.getloadavg()[0]:.1f} at the end), Python {platform.python_version()}, "
+        f"uvicorn with {_http_stack()}. The load generator runs on the same cores as the "
+        "servers; rdfmem serve is one Python process (one core for Python, the GIL), while "
+        "Oxigraph server answers on every core.",
         "",
     ]
     out = ROOT / "results" / "server.md"

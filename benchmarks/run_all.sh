@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Every benchmark, one after the other on a quiet machine, each writing its table to
+# benchmarks/results/. Pass --quick for a smoke run. Needs: pip install -e ".[test,bench]"
+# (and apt-get install wrk virtuoso-opensource for the server and remote benchmarks).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for bench in kv decisions memories remote server; do
+  echo "== $bench"
+  python "benchmarks/bench_$bench.py" "$@"
+done
