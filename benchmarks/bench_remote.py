@@ -16,10 +16,7 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +28,10 @@ import httpx
 
 from rdfmem import RdfStore
 
+# The very server processes the test fixtures start (needs the test extra: pytest).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from servers import OxigraphServer, VirtuosoServer
+
 HERE = Path(__file__).resolve().parent
 OPS = ("get", "set", "update")
 NAIVE = (
@@ -41,79 +42,6 @@ NAIVE = (
     "<http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON>) AS ?new) }}"
 )
 PREFIX = "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if httpx.post(url, data={"query": "ASK {}"}, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} did not answer")
-
-
-def start_oxigraph(tmp: Path) -> tuple[str, str, subprocess.Popen[bytes]]:
-    port = free_port()
-    proc = subprocess.Popen(
-        ["oxigraph", "serve", "--location", str(tmp / "ox"), "--bind", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    wait_ready(base + "/query", proc)
-    return base + "/query", base + "/update", proc
-
-
-def start_virtuoso(tmp: Path) -> tuple[str, str, subprocess.Popen[bytes]]:
-    http, sql, d = free_port(), free_port(), tmp / "virtuoso"
-    d.mkdir()
-    settings = {
-        ("Database", "DatabaseFile"): d / "virtuoso.db",
-        ("Database", "ErrorLogFile"): d / "virtuoso.log",
-        ("Database", "LockFile"): d / "virtuoso.lck",
-        ("Database", "TransactionFile"): d / "virtuoso.trx",
-        ("Database", "xa_persistent_file"): d / "virtuoso.pxa",
-        ("TempDatabase", "DatabaseFile"): d / "temp.db",
-        ("TempDatabase", "TransactionFile"): d / "temp.trx",
-        ("Parameters", "ServerPort"): f"127.0.0.1:{sql}",
-        ("Parameters", "DirsAllowed"): f"., {d}",
-        ("HTTPServer", "ServerPort"): f"127.0.0.1:{http}",
-        ("HTTPServer", "ServerThreads"): "20",
-    }
-    lines, section = [], ""
-    for line in Path("/etc/virtuoso-opensource-7/virtuoso.ini").read_text().splitlines():
-        header = re.match(r"\s*\[(.+)\]", line)
-        section = header.group(1) if header else section
-        key = re.match(r"\s*(\w+)\s*=", line)
-        if key and (section, key.group(1)) in settings:
-            line = f"{key.group(1)} = {settings[(section, key.group(1))]}"
-        lines.append(line)
-    (d / "virtuoso.ini").write_text("\n".join(lines) + "\n")
-    proc = subprocess.Popen(
-        ["virtuoso-t", "+foreground", "+configfile", str(d / "virtuoso.ini")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=d,
-    )
-    url = f"http://127.0.0.1:{http}/sparql"
-    wait_ready(url, proc)
-    subprocess.run(
-        ["isql-vt", f"127.0.0.1:{sql}", "dba", "dba", 'exec=GRANT SPARQL_UPDATE TO "SPARQL";'],
-        check=True,
-        capture_output=True,
-    )
-    return url, url, proc
 
 
 # -- one client process ------------------------------------------------------------------------
@@ -266,17 +194,21 @@ def main() -> None:
     n, repeats = (60, 1) if args.quick else (300, 2)
     tmp = Path(tempfile.mkdtemp(prefix="rdfmem-bench-remote-"))
     sections: list[str] = []
-    servers = [("Oxigraph server", start_oxigraph)]
+    servers: list[tuple[str, type[OxigraphServer] | type[VirtuosoServer]]] = [
+        ("Oxigraph server", OxigraphServer)
+    ]
     if shutil.which("virtuoso-t"):
-        servers.append(("Virtuoso", start_virtuoso))
+        servers.append(("Virtuoso", VirtuosoServer))
     try:
-        for name, start in servers:
-            query, update, proc = start(tmp)
+        for name, kind in servers:
+            workdir = tmp / kind.name
+            workdir.mkdir()
+            server = kind(workdir)
+            server.start()
             try:
-                sections += bench_server(name, (query, update), n, repeats)
+                sections += bench_server(name, (server.query_url, server.update_url), n, repeats)
             finally:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=30)
+                server.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load = os.getloadavg()[0]
