@@ -98,19 +98,21 @@ class SelectResult(Sequence[Row]):
         """
         fmt = results_format(format)
         if self._raw is not None:
-            raw, self._raw = self._raw, None
-            data = raw.serialize(format=QueryResultsFormat.JSON)
-            self._rows = None
-            reparsed = parse_query_results(data, QueryResultsFormat.JSON)
-            assert isinstance(reparsed, QuerySolutions)
-            self._raw = reparsed
-            if fmt == QueryResultsFormat.JSON:
-                return bytes(data or b"")
-        data = solutions_json(self.variables, self.rows)
+            # Solutions can be read once: write them as JSON, and keep a parse of that so
+            # the rows stay readable afterwards.
+            data = bytes(self._raw.serialize(format=QueryResultsFormat.JSON) or b"")
+            self._raw = _solutions(data)
+        else:
+            data = solutions_json(self.variables, self.rows)
         if fmt == QueryResultsFormat.JSON:
             return data
-        reparsed = parse_query_results(data, QueryResultsFormat.JSON)
-        return bytes(reparsed.serialize(format=fmt) or b"")
+        return bytes(_solutions(data).serialize(format=fmt) or b"")
+
+
+def _solutions(data: bytes) -> QuerySolutions:
+    parsed = parse_query_results(data, QueryResultsFormat.JSON)
+    assert isinstance(parsed, QuerySolutions)
+    return parsed
 
 
 class GraphResult(Sequence[Triple]):
