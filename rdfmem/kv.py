@@ -9,7 +9,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from .backends.base import Backend
 from .errors import IncompatibleSnapshot, InvalidKey
-from .keys import KeyCodec, check_key, decode_value, encode_value, loads
+from .keys import KeyCodec, decode_value, encode_value, loads
 
 __all__ = ["KeyValue", "SNAPSHOT_TYPE", "SNAPSHOT_VERSION"]
 
@@ -251,7 +251,6 @@ class KeyValue:
             if not isinstance(entry, Mapping) or "key" not in entry or "value" not in entry:
                 raise incompatible(f"entry {i} is not an object with 'key' and 'value'")
             try:
-                check_key(entry["key"])
                 adds[entry["key"]] = self._entry(self._codec.subject(entry["key"]), entry["value"])
             except (InvalidKey, ValueError) as exc:
                 raise incompatible(f"entry {i}: {exc}") from exc
