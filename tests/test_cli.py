@@ -198,13 +198,15 @@ def test_stats(store_path: str) -> None:
 def test_validate_reports_readable_violations(tmp_path: Path) -> None:
     path = str(tmp_path / "store")
     code, output = run("update", path, "INSERT DATA { <urn:ex:a> <urn:ex:b> 'c' }")
+    assert code == 0, output
     code, output = run("validate", path)
     assert code == 0 and "no violations" in output
     broken = (
         "PREFIX rm: <https://w3id.org/rdfmem#> "
         "INSERT DATA { GRAPH <urn:rdfmem:memories:global> { <urn:ex:m> a rm:Memory } }"
     )
-    run("update", path, broken)
+    code, output = run("update", path, broken)
+    assert code == 0, output
     code, output = run("validate", path)
     assert code == 1
     assert "Violation" in output and "focus node: <urn:ex:m>" in output

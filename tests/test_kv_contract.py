@@ -36,10 +36,28 @@ VALUES = [
 ]
 
 
+def identical(a: object, b: object) -> bool:
+    """Equal and of the same types all the way down: ``True`` is not ``1``, ``-0.0`` is not ``0.0``."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(identical(a[k], b[k]) for k in a)  # type: ignore[call-overload,index]
+    return a == b
+
+
+def test_identical_tells_apart_what_equality_does_not() -> None:
+    assert not identical(True, 1) and not identical(-0.0, 0.0) and not identical([1], [1.0])
+    assert identical({"a": [1, -0.0, None]}, {"a": [1, -0.0, None]})
+
+
 @pytest.mark.parametrize("value", VALUES, ids=repr)
 def test_set_then_get_returns_the_value(store: RdfStore, value: object) -> None:
     store.set("k", value)
-    assert store.get("k", "default") == value
+    assert identical(store.get("k", "default"), value)
     assert store.has("k")
 
 
@@ -377,3 +395,7 @@ def test_close_is_idempotent_also_through_views(make_store) -> None:
     store.close()
     view.close()
     store.close()
+    with pytest.raises(StoreError):
+        store.set("k", 1)
+    with pytest.raises(StoreError):
+        view.get("k")

@@ -22,7 +22,7 @@ from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.plugins.sparql import prepareUpdate
 from rdflib.plugins.sparql.update import evalUpdate
 
-from ..errors import InvalidTerm, QueryError
+from ..errors import BackingError, InvalidTerm, QueryError
 from ..terms import from_rdflib
 from .base import Backend, Graph, Object, RawResult, Subject
 
@@ -178,7 +178,13 @@ class RdflibBackend(Backend):
                 )
 
     def close(self) -> None:
-        self.dataset.close()
+        if "dataset" in self.__dict__:
+            self.__dict__.pop("dataset").close()
+
+    def __getattr__(self, name: str) -> object:
+        if name == "dataset":
+            raise BackingError("this backend is closed", cause=None)
+        raise AttributeError(name)
 
     def __repr__(self) -> str:
         return f"RdflibBackend({type(self.dataset.store).__name__})"
