@@ -187,4 +187,5 @@ class RdflibBackend(Backend):
         raise AttributeError(name)
 
     def __repr__(self) -> str:
-        return f"RdflibBackend({type(self.dataset.store).__name__})"
+        dataset = self.__dict__.get("dataset")
+        return f"RdflibBackend({type(dataset.store).__name__ if dataset is not None else 'closed'})"
