@@ -39,7 +39,9 @@ class TypedStore(AsyncKeyValue, Generic[M]):
         self.inner = inner
         self.schema = schema
         self._adapters: dict[str, TypeAdapter[Any]] = {
-            name: TypeAdapter(field.annotation) for name, field in schema.model_fields.items()
+            # A field without an annotation accepts any JSON value.
+            name: TypeAdapter(Any if field.annotation is None else field.annotation)
+            for name, field in schema.model_fields.items()
         }
 
     def _adapter(self, key: str) -> TypeAdapter[Any]:
