@@ -1,0 +1,69 @@
+"""Search results as LangGraph's ``InMemoryStore`` gives them, from records in order.
+
+Without a query (or without an index): the items passing the filter, oldest first, sliced
+``[offset:offset + limit]``. With a query: every vector of every candidate scored by cosine,
+highest first (ties keep item order), each item once at its best score, ``offset`` and
+``limit`` counted in items; when fewer than ``limit`` scored items are left, items without
+any vector follow, unscored.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .records import Record, matches_filter
+from .vectors import VectorRows
+
+__all__ = ["rank"]
+
+
+def rank(
+    records: Iterable[Record],
+    *,
+    filter: Mapping[str, Any] | None,
+    limit: int,
+    offset: int,
+    query: Sequence[float] | None,
+    rows: VectorRows | None,
+) -> list[tuple[Record, float | None]]:
+    """``(record, score)`` pairs of one search."""
+    candidates: Iterable[Record] = records
+    if filter:
+        wanted = filter
+        candidates = (r for r in records if matches_filter(r.value, wanted))
+    if query is None or rows is None:
+        if offset >= 0 and limit >= 0:
+            return [(r, None) for r in itertools.islice(candidates, offset, offset + limit)]
+        return [(r, None) for r in list(candidates)[offset : offset + limit]]
+    found = list(candidates)
+    owners: list[int] = []
+    row_ids: list[int] = []
+    scoreless: list[Record] = []
+    for i, record in enumerate(found):
+        if record.fields:
+            for row in record.fields.values():
+                owners.append(i)
+                row_ids.append(row)
+        else:
+            scoreless.append(record)
+    scores = rows.scores(np.asarray(row_ids, dtype=np.intp), query)
+    order = np.argsort(-scores, kind="stable")
+    seen: set[int] = set()
+    kept: list[tuple[Record, float | None]] = []
+    for j in order.tolist():
+        i = owners[j]
+        if i in seen:
+            continue
+        place = len(seen)
+        seen.add(i)
+        if place >= offset + limit:
+            break
+        if place >= offset:
+            kept.append((found[i], float(scores[j])))
+    if scoreless and len(kept) < limit:
+        kept.extend((r, None) for r in scoreless[: limit - len(kept)])
+    return kept

@@ -1,0 +1,189 @@
+"""Where a LangGraph store reads its items: a mirror in memory, or the server every time.
+
+On an embedded backend every write passes through rdfmem (``exclusive_writer``), so
+``Mirror`` keeps the items of the store's graph and their vectors in memory, changed in
+the same critical section as each write. It knows it is stale when the backend's write
+counter (``backend.generation``) has moved since its own last write: another writer (raw
+SPARQL, ``load``, another store object) touched the dataset, and it reloads the graph with
+one index scan. On a remote store other clients write too, so ``Remote`` asks the server
+at every read.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pyoxigraph import Literal, NamedNode, Quad
+
+from ..embeddings import EMBEDDING
+from ..results import SelectResult
+from ..store import RdfStore
+from ..terms import sparql_term
+from .records import Record, record_from_properties, split_namespace, vector_owner
+from .requests import namespace_filter
+from .vectors import FLOAT32_VECTOR, VectorRows, literal_vector
+from .vocab import FIELD, ITEM, NAMESPACE, RDF_TYPE, VECTOR_OF, item_iri
+
+__all__ = ["Mirror", "Remote", "Source"]
+
+
+def _group(rows: Iterable[tuple[Any, Any, Any]]) -> dict[str, dict[str, list[Any]]]:
+    props: dict[str, dict[str, list[Any]]] = {}
+    for s, p, o in rows:
+        if isinstance(s, NamedNode):
+            props.setdefault(s.value, {}).setdefault(p.value, []).append(o)
+    return props
+
+
+def _vector(props: dict[str, list[Any]], dims: int) -> Any:
+    for term in props.get(EMBEDDING.value) or ():
+        if isinstance(term, Literal) and term.datatype == FLOAT32_VECTOR:
+            try:
+                vector = literal_vector(term)
+            except ValueError:
+                return None
+            return vector if vector.shape[0] == dims else None
+    return None
+
+
+def build(props: dict[str, dict[str, list[Any]]], rows: VectorRows | None) -> dict[str, Record]:
+    """Records by item IRI from grouped properties, their vectors added to ``rows``."""
+    records: dict[str, Record] = {}
+    for iri, p in props.items():
+        record = record_from_properties(p)
+        if record is not None and item_iri(record.namespace, record.key).value == iri:
+            records[iri] = record
+    if rows is not None:
+        for p in props.values():
+            owner = vector_owner(p)
+            if owner is None or owner[0] not in records:
+                continue
+            vector = _vector(p, rows.dims)
+            if vector is not None:
+                records[owner[0]].fields[owner[1]] = rows.add(vector)
+    return records
+
+
+class Source:
+    """What a read needs: one item, the items under a prefix (oldest first), namespaces."""
+
+    def get(self, namespace: tuple[str, ...], key: str) -> Record | None:
+        raise NotImplementedError  # pragma: no cover - both sources define it
+
+    def under(
+        self, prefix: tuple[str, ...], *, vectors: bool
+    ) -> tuple[Iterator[Record], VectorRows | None]:
+        """The items under ``prefix``, oldest first, and the rows their vectors are in
+        (None without vectors)."""
+        raise NotImplementedError  # pragma: no cover
+
+    def namespaces(self) -> list[tuple[str, ...]]:
+        raise NotImplementedError  # pragma: no cover
+
+
+class Mirror(Source):
+    """The items of one graph in memory, by namespace, each namespace oldest first."""
+
+    def __init__(self, dims: int | None) -> None:
+        self.dims = dims
+        self.generation = -1
+        self.by_ns: dict[tuple[str, ...], dict[str, Record]] = {}
+        self.rows = VectorRows(dims) if dims else None
+
+    def load(self, quads: Iterable[Quad]) -> None:
+        """Replace everything with the items among ``quads`` (one graph's)."""
+        self.rows = VectorRows(self.dims) if self.dims else None
+        records = build(_group((q.subject, q.predicate, q.object) for q in quads), self.rows)
+        self.by_ns = {}
+        for record in sorted(records.values(), key=lambda r: r.order):
+            self.by_ns.setdefault(record.namespace, {})[record.key] = record
+
+    def get(self, namespace: tuple[str, ...], key: str) -> Record | None:
+        items = self.by_ns.get(namespace)
+        return items.get(key) if items is not None else None
+
+    def under(
+        self, prefix: tuple[str, ...], *, vectors: bool = True
+    ) -> tuple[Iterator[Record], VectorRows | None]:
+        n = len(prefix)
+        groups = [items for ns, items in self.by_ns.items() if ns[:n] == prefix]
+        if len(groups) == 1:
+            return iter(list(groups[0].values())), self.rows
+        merged = heapq.merge(*(list(g.values()) for g in groups), key=lambda r: r.order)
+        return merged, self.rows
+
+    def namespaces(self) -> list[tuple[str, ...]]:
+        return list(self.by_ns)
+
+    def put(self, record: Record, vectors: Iterable[tuple[str, Any]]) -> None:
+        """Add or replace an item (its place in its namespace stays when it is replaced)."""
+        self.delete(record.namespace, record.key, keep_place=True)
+        if self.rows is not None:
+            for path, vector in vectors:
+                record.fields[path] = self.rows.add(vector)
+        self.by_ns.setdefault(record.namespace, {})[record.key] = record
+
+    def delete(self, namespace: tuple[str, ...], key: str, *, keep_place: bool = False) -> None:
+        items = self.by_ns.get(namespace)
+        old = items.get(key) if items is not None else None
+        if old is None or items is None:
+            return
+        if self.rows is not None:
+            for row in old.fields.values():
+                self.rows.remove(row)
+        if not keep_place:
+            del items[key]
+            if not items:
+                del self.by_ns[namespace]
+
+
+class Remote(Source):
+    """Reads straight from the store (a SPARQL server other clients write to)."""
+
+    def __init__(self, store: RdfStore, graph: NamedNode, dims: int | None) -> None:
+        self.store = store
+        self.graph = graph
+        self.dims = dims
+
+    def get(self, namespace: tuple[str, ...], key: str) -> Record | None:
+        subject = item_iri(namespace, key)
+        rows = self.store.select([(subject, "?p", "?o", self.graph)])
+        props = _group((subject, r["p"], r["o"]) for r in rows)
+        return build(props, None).get(subject.value)
+
+    def under(
+        self, prefix: tuple[str, ...], *, vectors: bool
+    ) -> tuple[Iterator[Record], VectorRows | None]:
+        g = sparql_term(self.graph)
+        items = (
+            f"?s {sparql_term(RDF_TYPE)} {sparql_term(ITEM)} ; "
+            f"{sparql_term(NAMESPACE)} ?ns . {namespace_filter('ns', prefix)}"
+        )
+        result = self.store.query(f"SELECT ?s ?p ?o WHERE {{ GRAPH {g} {{ {items} ?s ?p ?o }} }}")
+        props = _group((r["s"], r["p"], r["o"]) for r in _rows(result))
+        if vectors and self.dims:
+            result = self.store.query(
+                f"SELECT ?v ?p ?o WHERE {{ GRAPH {g} {{ {items} "
+                f"?v {sparql_term(VECTOR_OF)} ?s ; ?p ?o . "
+                f"FILTER(?p IN ({sparql_term(VECTOR_OF)}, {sparql_term(FIELD)}, "
+                f"{sparql_term(EMBEDDING)})) }} }}"
+            )
+            props.update(_group((r["v"], r["p"], r["o"]) for r in _rows(result)))
+        rows = VectorRows(self.dims) if vectors and self.dims else None
+        records = build(props, rows)
+        return iter(sorted(records.values(), key=lambda r: r.order)), rows
+
+    def namespaces(self) -> list[tuple[str, ...]]:
+        result = self.store.query(
+            f"SELECT DISTINCT ?ns WHERE {{ GRAPH {sparql_term(self.graph)} "
+            f"{{ ?s {sparql_term(RDF_TYPE)} {sparql_term(ITEM)} ; "
+            f"{sparql_term(NAMESPACE)} ?ns }} }}"
+        )
+        return [split_namespace(r["ns"].value) for r in _rows(result)]
+
+
+def _rows(result: Any) -> list[dict[str, Any]]:
+    assert isinstance(result, SelectResult)
+    return list(result)
