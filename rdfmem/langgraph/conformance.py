@@ -28,7 +28,13 @@ from ..errors import InvalidValue
 from ..store import RdfStore
 from .store import RdfBaseStore
 
-__all__ = ["BACKENDS", "make_rdf_store", "pytest_configure", "swap_in_memory_store"]
+__all__ = [
+    "BACKENDS",
+    "make_rdf_store",
+    "pytest_configure",
+    "pytest_report_header",
+    "swap_in_memory_store",
+]
 
 #: The values ``RDFMEM_LANGGRAPH_BACKEND`` may take.
 BACKENDS = ("memory", "disk", "rdflib", "remote")
@@ -86,3 +92,9 @@ def swap_in_memory_store() -> None:
 def pytest_configure(config: Any) -> None:
     """pytest hook: swap the store before any test module is imported."""
     swap_in_memory_store()
+
+
+def pytest_report_header(config: Any) -> str:
+    """pytest hook: say which store the tests run against."""
+    kind = os.environ.get("RDFMEM_LANGGRAPH_BACKEND", "memory")
+    return f"rdfmem: langgraph.store.memory.InMemoryStore is RdfBaseStore on {kind}"
