@@ -29,7 +29,7 @@ from pyoxigraph import (
 )
 
 from .errors import FormatError, RdfMemError, StoreAlreadyOpen
-from .formats import rdf_format, results_format
+from .formats import check_rdf, rdf_format, results_format
 from .ontology import PREFIXES, ontology_path
 from .results import GraphResult, SelectResult
 from .store import RdfStore
@@ -531,8 +531,10 @@ def load(
             chosen = rdf_format(fmt or path.name)
             big = path.stat().st_size >= _PROGRESS_BYTES
             if progress or (progress is None and big):
+                if chosen == RdfFormat.RDF_XML:  # entity bombs, before any parse
+                    check_rdf(path.read_bytes(), chosen)
                 _check_with_progress(path, chosen, base)
-            n = opened.load(path, chosen, graph=graph, base_iri=base)
+            n = opened.load(path=path, format=chosen, graph=graph, base_iri=base)
             click.echo(f"{path}: {n} triples", err=True)
             total += n
     if len(files) > 1:

@@ -15,6 +15,7 @@ The tree::
     ├── InvalidValue                 (also ValueError) a value that is not JSON
     ├── InvalidTerm                  (also ValueError) a term, variable or pattern that is not RDF
     ├── QueryError                   (also ValueError) SPARQL that does not parse or fails
+    │   └── NetworkAccessRefused     SERVICE / LOAD, which would reach the network, not allowed
     ├── FormatError                  (also ValueError) RDF input that does not parse, unknown format
     ├── SchemaError                  (also ValueError) a TypedStore key or value outside the schema
     ├── NodeNotFound                 (also KeyError) decision graph: no such node
@@ -52,6 +53,7 @@ __all__ = [
     "LeaseExpired",
     "MemoryScopeError",
     "MemoryNotFound",
+    "NetworkAccessRefused",
     "NodeNotFound",
     "NotAGeneralisation",
     "QueryError",
@@ -185,6 +187,18 @@ class InvalidTerm(RdfMemError, ValueError):
 
 class QueryError(RdfMemError, ValueError):
     """SPARQL that does not parse, or fails while running; the message says where."""
+
+
+class NetworkAccessRefused(QueryError):
+    """SPARQL that would make the engine reach the network (``SERVICE``, ``LOAD``), sent
+    without ``allow_network=True`` (or to a backend that never fetches); nothing ran.
+
+    >>> from rdfmem import RdfStore
+    >>> RdfStore().query("SELECT * { SERVICE <http://example.org/sparql> { ?s ?p ?o } }")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    rdfmem.errors.NetworkAccessRefused: SERVICE at line 1, column 12 would reach the network; ...
+    """
 
 
 class FormatError(RdfMemError, ValueError):

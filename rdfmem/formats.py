@@ -8,13 +8,22 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pyoxigraph import QueryResultsFormat, RdfFormat
 
 from .errors import FormatError
 
-__all__ = ["rdf_format", "results_format", "RDF_FORMAT_NAMES", "RESULTS_FORMAT_NAMES"]
+__all__ = [
+    "MAX_ENTITY_EXPANSION",
+    "RDF_FORMAT_NAMES",
+    "RESULTS_FORMAT_NAMES",
+    "check_rdf",
+    "check_rdfxml",
+    "rdf_format",
+    "results_format",
+]
 
 RDF_FORMAT_NAMES: dict[str, RdfFormat] = {
     "turtle": RdfFormat.TURTLE,
@@ -82,3 +91,97 @@ def results_format(value: str | QueryResultsFormat) -> QueryResultsFormat:
     if by_type is not None:
         return by_type
     raise FormatError(f"unknown SPARQL results format {value!r}; use json, xml, csv or tsv")
+
+
+#: The most characters that internal DTD entities of one RDF/XML document may expand to
+#: (or ten times the document's size, whichever is larger).
+MAX_ENTITY_EXPANSION = 16 << 20
+
+_DOCTYPE = re.compile(rb"<!DOCTYPE\b")
+_SUBSET_OPEN = re.compile(rb"[\[>]")
+_DECLARATION = re.compile(
+    rb"<!ENTITY\s+(%\s+)?([^\s%\"'>]+)\s+(?:\"([^\"]*)\"|'([^']*)'|(SYSTEM|PUBLIC)\b)"
+)
+# The internal subset up to its closing "]": quoted literals and comments may hold "]".
+_SUBSET = re.compile(rb"(?:<!--.*?-->|\"[^\"]*\"|'[^']*'|[^\]\"'<]|<(?!!--))*\]", re.DOTALL)
+_REFERENCE = re.compile(rb"&([A-Za-z_:][\w.:\-]*);")
+
+
+def check_rdfxml(data: bytes) -> None:
+    """Refuse RDF/XML whose DTD entities would expand without bound ("billion laughs").
+
+    Internal entities (``<!ENTITY ex "http://example.org/">``, common in OWL files) are
+    allowed while the whole document expands them to at most ``MAX_ENTITY_EXPANSION``
+    characters (or ten times its size). Parameter entities and entities that refer to
+    themselves are refused. The check is linear in the size of ``data``; parsers still refuse
+    to fetch external entities.
+
+    >>> check_rdfxml(b'<!DOCTYPE r [<!ENTITY ex "http://example.org/">]><r a="&ex;x"/>')
+    >>> lol = b'<!ENTITY a "aaaaaaaaaa">' + b"".join(
+    ...     b'<!ENTITY a%d "%s">' % (i, (b"&a%d;" % (i - 1) if i > 1 else b"&a;") * 10)
+    ...     for i in range(1, 9)
+    ... )
+    >>> check_rdfxml(b"<!DOCTYPE r [" + lol + b"]><r>&a8;</r>")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    rdfmem.errors.FormatError: RDF/XML entities would expand to 1000000000 characters (limit ...)
+
+    Raises:
+        FormatError: the document's entities expand beyond the limit, are recursive, or are
+            parameter entities.
+    """
+    doctype = _DOCTYPE.search(data)
+    if doctype is None:
+        return
+    opened = _SUBSET_OPEN.search(data, doctype.end())
+    if opened is None or opened.group() != b"[":
+        return  # no internal subset: no internal entities to expand
+    closed = _SUBSET.match(data, opened.end())
+    if closed is None:
+        raise FormatError("RDF/XML: the DOCTYPE's internal subset is not closed")
+    end = closed.end() - 1
+    subset = data[opened.end() : end]
+    values: dict[bytes, bytes] = {}
+    for match in _DECLARATION.finditer(subset):
+        if match.group(1):
+            raise FormatError("RDF/XML: parameter entities are not accepted")
+        name = match.group(2)
+        value = match.group(3) if match.group(3) is not None else match.group(4)
+        if value is not None and name not in values:  # the first declaration wins
+            values[name] = value
+    if not values:
+        return
+    sizes: dict[bytes, int] = {}
+
+    def size(name: bytes, active: tuple[bytes, ...]) -> int:
+        if name in sizes:
+            return sizes[name]
+        if name in active:
+            raise FormatError(f"RDF/XML: entity {name.decode(errors='replace')!r} refers to itself")
+        value = values[name]
+        total = len(value)
+        for ref in _REFERENCE.finditer(value):
+            if ref.group(1) in values:
+                total += size(ref.group(1), (*active, name)) - len(ref.group())
+        sizes[name] = total
+        return total
+
+    limit = max(MAX_ENTITY_EXPANSION, 10 * len(data))
+    expanded = 0
+    for ref in _REFERENCE.finditer(data, end):
+        if ref.group(1) in values:
+            expanded += size(ref.group(1), ())
+            if expanded > limit:
+                break
+    if expanded > limit:
+        raise FormatError(f"RDF/XML entities would expand to {expanded} characters (limit {limit})")
+
+
+def check_rdf(data: bytes, format: RdfFormat) -> None:
+    """The safety checks for ``data`` in ``format`` before a parser reads it
+    (``check_rdfxml`` for RDF/XML; nothing for the other formats).
+
+    Raises:
+        FormatError: the data is refused.
+    """
+    if format == RdfFormat.RDF_XML:
+        check_rdfxml(data)

@@ -1,13 +1,23 @@
 """RDF terms as rdfmem takes them: pyoxigraph's, with rdflib terms and Python values converted.
 
-A plain ``str`` is a variable when it starts with ``?``; otherwise an IRI in subject, predicate
-and graph position and a plain literal in object position. ``int``, ``float``, ``bool``,
-``Decimal``, ``datetime`` and ``date`` become typed literals.
+A plain ``str`` is an IRI in subject, predicate and graph position and a plain literal in
+object position. ``int``, ``float``, ``bool``, ``Decimal``, ``datetime`` and ``date`` become
+typed literals.
+
+Variables: a pyoxigraph ``Variable`` (or rdflib's) is a variable wherever a pattern is taken.
+A ``str`` starting with ``?`` is a variable only in a pattern (``select``, ``ask``, ``count``
+call these functions with ``variables=True``), the short form the pattern API documents.
+Everywhere data is given (``assert_``, ``retract``, ``assert_many``, query ``bindings``, graph
+names of ``triples``/``clear_graph``/``export``, and by default here), ``"?x"`` is a plain
+literal in object position and not an IRI elsewhere, never a variable. To match text that may start
+with ``?`` in a pattern, pass ``Literal(text)``.
 
 >>> to_object(3)
 <Literal value=3 datatype=<NamedNode value=http://www.w3.org/2001/XMLSchema#integer>>
->>> to_subject("?who")
+>>> to_subject("?who", variables=True)
 <Variable value=who>
+>>> to_object("?who")
+<Literal value=?who datatype=<NamedNode value=http://www.w3.org/2001/XMLSchema#string>>
 >>> sparql_term(to_object('say "hi"'))
 '"say \\\\"hi\\\\""'
 """
@@ -56,11 +66,12 @@ _RDFLIB_DEFAULT = "urn:x-rdflib:default"
 _VARNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_]*$")
 
 
-def is_variable(value: object) -> bool:
-    """True for a ``'?name'`` string, a pyoxigraph ``Variable`` or an rdflib ``Variable``."""
+def is_variable(value: object, *, strings: bool = True) -> bool:
+    """True for a pyoxigraph ``Variable``, an rdflib ``Variable`` or (when ``strings``) a
+    ``'?name'`` string."""
     if type(value).__name__ == "Variable" and type(value).__module__.startswith("rdflib"):
         return True
-    return isinstance(value, Variable) or (type(value) is str and value.startswith("?"))
+    return isinstance(value, Variable) or (strings and type(value) is str and value.startswith("?"))
 
 
 def _variable(value: str | Variable) -> Variable:
@@ -143,11 +154,15 @@ def _check_json_literal(term: Literal) -> Literal:
     return term
 
 
-def to_subject(value: object) -> NamedNode | BlankNode | Variable:
-    """A subject: an IRI, a blank node or a variable."""
+def to_subject(value: object, *, variables: bool = False) -> NamedNode | BlankNode | Variable:
+    """A subject: an IRI, a blank node or a variable (``?name`` strings: when ``variables``).
+
+    Raises:
+        InvalidTerm: not a subject.
+    """
     if isinstance(value, (NamedNode, BlankNode)):
         return value
-    if is_variable(value):
+    if is_variable(value, strings=variables):
         return _variable(value)  # type: ignore[arg-type]
     if type(value) is str:
         return _iri(value)
@@ -157,11 +172,15 @@ def to_subject(value: object) -> NamedNode | BlankNode | Variable:
     raise InvalidTerm(f"not a subject (IRI or blank node): {value!r}")
 
 
-def to_predicate(value: object) -> NamedNode | Variable:
-    """A predicate: an IRI or a variable."""
+def to_predicate(value: object, *, variables: bool = False) -> NamedNode | Variable:
+    """A predicate: an IRI or a variable (``?name`` strings: when ``variables``).
+
+    Raises:
+        InvalidTerm: not a predicate.
+    """
     if isinstance(value, NamedNode):
         return value
-    if is_variable(value):
+    if is_variable(value, strings=variables):
         return _variable(value)  # type: ignore[arg-type]
     if type(value) is str:
         return _iri(value)
@@ -171,13 +190,18 @@ def to_predicate(value: object) -> NamedNode | Variable:
     raise InvalidTerm(f"not a predicate (IRI): {value!r}")
 
 
-def to_object(value: object) -> Term | Variable:
-    """An object: any term, a variable, or a Python value made a literal."""
+def to_object(value: object, *, variables: bool = False) -> Term | Variable:
+    """An object: any term, a variable, or a Python value made a literal (a ``?name``
+    string is a variable when ``variables``, else a literal).
+
+    Raises:
+        InvalidTerm: a value that no literal can hold.
+    """
     if isinstance(value, Literal):
         return _check_json_literal(value)
     if isinstance(value, (NamedNode, BlankNode)):
         return value
-    if is_variable(value):
+    if is_variable(value, strings=variables):
         return _variable(value)  # type: ignore[arg-type]
     converted = _from_rdflib(value)
     if isinstance(converted, Literal):
@@ -187,11 +211,16 @@ def to_object(value: object) -> Term | Variable:
     return _literal(value)
 
 
-def to_graph(value: object) -> GraphName | Variable:
-    """A graph name: an IRI, a blank node, ``DefaultGraph()`` or a variable."""
+def to_graph(value: object, *, variables: bool = False) -> GraphName | Variable:
+    """A graph name: an IRI, a blank node, ``DefaultGraph()`` or a variable (``?name``
+    strings: when ``variables``).
+
+    Raises:
+        InvalidTerm: not a graph name.
+    """
     if isinstance(value, (NamedNode, BlankNode, DefaultGraph)):
         return value
-    if is_variable(value):
+    if is_variable(value, strings=variables):
         return _variable(value)  # type: ignore[arg-type]
     if type(value) is str:
         return _iri(value)

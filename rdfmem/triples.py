@@ -22,9 +22,10 @@ from pyoxigraph import (
 )
 
 from .backends.base import Backend
-from .errors import FormatError, InvalidTerm
+from .errors import FormatError, InvalidTerm, NetworkAccessRefused
 from .formats import rdf_format
 from .results import GraphResult, Row, SelectResult
+from .sparql_guard import find_forbidden
 from .terms import sparql_term, to_graph, to_object, to_predicate, to_subject
 
 __all__ = ["Pattern", "TripleStore", "compile_patterns"]
@@ -41,10 +42,10 @@ def _pattern_terms(pattern: Sequence[Any]) -> tuple[Any, Any, Any, Any]:
     s, p, o = pattern[:3]
     g = pattern[3] if len(pattern) == 4 else None
     return (
-        None if s is None else to_subject(s),
-        None if p is None else to_predicate(p),
-        None if o is None else to_object(o),
-        None if g is None else to_graph(g),
+        None if s is None else to_subject(s, variables=True),
+        None if p is None else to_predicate(p, variables=True),
+        None if o is None else to_object(o, variables=True),
+        None if g is None else to_graph(g, variables=True),
     )
 
 
@@ -108,6 +109,28 @@ def compile_patterns(patterns: Sequence[Pattern], *, form: str = "select") -> tu
     projection = " ".join("?" + n for n in names) if names else "*"
     distinct = "DISTINCT " if names else ""
     return f"SELECT {distinct}{projection} WHERE {{\n{body}\n}}", names
+
+
+def refuse_network(sparql: str, *, allow_network: bool = False) -> None:
+    """Refuse SPARQL that would reach the network (``SERVICE``, ``LOAD``) unless allowed.
+
+    The text is judged by ``sparql_guard.find_forbidden``, the check ``rdfmem serve`` makes:
+    keywords only, not strings, IRIs, comments or names.
+
+    >>> refuse_network("SELECT * { ?s <urn:load> 'SERVICE' }")
+    >>> refuse_network("LOAD <http://example.org/x.ttl>", allow_network=True)
+
+    Raises:
+        NetworkAccessRefused: ``SERVICE`` or ``LOAD`` without ``allow_network``.
+    """
+    if allow_network:
+        return
+    found = find_forbidden(sparql)
+    if found is not None:
+        raise NetworkAccessRefused(
+            f"{found.keyword} at line {found.line}, column {found.column} would reach the "
+            "network; pass allow_network=True to allow it"
+        )
 
 
 def _slots(quad: Quad) -> tuple[Any, Any, Any, Any]:
@@ -268,7 +291,7 @@ class TripleStore:
                     unique.append(row)
             return unique
         sparql, _ = compile_patterns(todo)
-        return list(self.query(sparql))  # type: ignore[arg-type]
+        return list(self.query(sparql, allow_network=True))  # type: ignore[arg-type]
 
     def ask(
         self,
@@ -284,7 +307,7 @@ class TripleStore:
         if len(todo) == 1:
             return next(self._match_one(todo[0]), None) is not None
         sparql, _ = compile_patterns(todo, form="ask")
-        return bool(self.query(sparql))
+        return bool(self.query(sparql, allow_network=True))
 
     def count(
         self,
@@ -300,7 +323,7 @@ class TripleStore:
         if len(todo) == 1:
             return sum(1 for _ in self._match_one(todo[0]))
         sparql, _ = compile_patterns(todo, form="count")
-        rows = self.query(sparql)
+        rows = self.query(sparql, allow_network=True)
         assert isinstance(rows, SelectResult)
         term = rows[0][f"{_WILD}n"]
         return int(term.value)
@@ -315,19 +338,24 @@ class TripleStore:
         default_graph: Any = None,
         named_graphs: Sequence[Any] | None = None,
         bindings: Mapping[str, Any] | None = None,
+        allow_network: bool = False,
     ) -> QueryResult:
         """Run a SPARQL 1.1 query: SELECT gives a ``SelectResult``, ASK a bool,
         CONSTRUCT/DESCRIBE a ``GraphResult``.
 
-        ``bindings`` pre-bind variables to values (terms, or Python values made literals)
-        without pasting anything into the query text; as in SEP-0007, a bound variable of a
-        SELECT must be in its projection (``SELECT *`` or named). ``default_graph`` (one graph or a
-        list) and ``named_graphs`` narrow the dataset, as the SPARQL Protocol's
-        ``default-graph-uri`` and ``named-graph-uri`` do.
+        ``bindings`` pre-bind variables to values (terms, or Python values made literals; a
+        ``str`` is always a literal) without pasting anything into the query text; as in
+        SEP-0007, a bound variable of a SELECT must be in its projection (``SELECT *`` or
+        named). ``default_graph`` (one graph or a list) and ``named_graphs`` narrow the
+        dataset, as the SPARQL Protocol's ``default-graph-uri`` and ``named-graph-uri`` do.
+        ``SERVICE`` is refused unless ``allow_network=True`` (the rdflib backend refuses it
+        even then: it never fetches). ``FROM``/``FROM NAMED`` only name graphs of the store.
 
         Raises:
+            NetworkAccessRefused: ``SERVICE`` without ``allow_network=True``; nothing ran.
             QueryError: the query does not parse (the message says where) or fails.
         """
+        refuse_network(sparql, allow_network=allow_network)
         defaults = None
         if default_graph is not None:
             items = default_graph if isinstance(default_graph, (list, tuple)) else [default_graph]
@@ -356,12 +384,20 @@ class TripleStore:
         del raw  # pyoxigraph results must be freed on the thread that made them
         return GraphResult(triples)
 
-    def sparql_update(self, sparql: str, *, base_iri: str | None = None) -> None:
+    def sparql_update(
+        self, sparql: str, *, base_iri: str | None = None, allow_network: bool = False
+    ) -> None:
         """Run a SPARQL 1.1 Update request, all of it or none of it.
 
+        ``LOAD`` and ``SERVICE`` are refused unless ``allow_network=True`` (the rdflib
+        backend refuses them even then).
+
         Raises:
+            NetworkAccessRefused: ``LOAD`` or ``SERVICE`` without ``allow_network=True``;
+                nothing is changed.
             QueryError: the update does not parse or fails; nothing is changed.
         """
+        refuse_network(sparql, allow_network=allow_network)
         with self.backend.lock:
             try:
                 self.backend.update(sparql, base_iri=base_iri)
@@ -385,42 +421,62 @@ class TripleStore:
 
     def load(
         self,
-        data_or_path: str | bytes | PathLike[str],
+        data_or_path: str | bytes | PathLike[str] | None = None,
         format: str | RdfFormat | None = None,
         *,
+        data: str | bytes | None = None,
+        path: str | PathLike[str] | None = None,
         graph: Any = None,
         base_iri: str | None = None,
     ) -> int:
-        """Load RDF text, bytes or a file (a ``Path``, or a str naming an existing file);
-        triples go to ``graph`` (the default graph when None). Returns the quads read.
-        Nothing is loaded when the input does not parse.
+        """Load RDF: text or bytes (``data``, or a ``str``/``bytes`` first argument), or a file
+        (``path``, or a ``pathlib.Path`` first argument). A ``str`` first argument is always
+        data, never a file name: give ``path=`` or a ``Path`` to read a file. Triples go to
+        ``graph`` (the default graph when None). Blank nodes are renamed apart: ``_:x`` in two
+        documents, or in two loads of one, are two nodes. Nothing is loaded when the input
+        does not parse. Returns the quads read.
+
+        >>> from rdfmem import RdfStore
+        >>> store = RdfStore()
+        >>> store.load("_:a <urn:p> _:b .", "ntriples") + store.load(data=b"_:a <urn:p> _:b .",
+        ...                                                        format="nt")
+        2
+        >>> len({q.subject for q in store.triples()})
+        2
 
         Raises:
-            FormatError: the input does not parse, or no format was given or guessable.
+            FormatError: the input does not parse (or is refused, as RDF/XML whose entities
+                would expand without bound), no format was given for data, or no single
+                source was given.
+            OSError: ``path`` cannot be read.
         """
-        data: bytes
+        given = [x for x in (data_or_path, data, path) if x is not None]
+        if len(given) != 1:
+            raise FormatError("give one source to load: data (str or bytes) or a path")
         guess: str | None = None
-        if isinstance(data_or_path, PathLike) or (
-            isinstance(data_or_path, str)
-            and "\n" not in data_or_path
-            and len(data_or_path) < 4096
-            and Path(data_or_path).is_file()
-        ):
-            path = Path(data_or_path)
-            data = path.read_bytes()
-            guess = path.name
-        elif isinstance(data_or_path, str):
-            data = data_or_path.encode("utf-8")
+        raw: bytes
+        if path is not None or isinstance(data_or_path, PathLike):
+            file = Path(path if path is not None else data_or_path)  # type: ignore[arg-type]
+            raw = file.read_bytes()
+            guess = file.name
         else:
-            data = bytes(data_or_path)
+            source = given[0]
+            if isinstance(source, str):
+                raw = source.encode("utf-8")
+            elif isinstance(source, (bytes, bytearray, memoryview)):
+                raw = bytes(source)
+            else:
+                raise FormatError(
+                    f"cannot load a {type(source).__name__}: give str, bytes or a path"
+                )
         if format is None and guess is None:
-            raise FormatError("give the format of RDF passed as text (format='turtle', …)")
+            raise FormatError("give the format of RDF passed as data (format='turtle', …)")
         fmt = rdf_format(format if format is not None else guess)  # type: ignore[arg-type]
         name = None if graph is None else to_graph(graph)
         if isinstance(name, (Variable, DefaultGraph)):
             name = None
         with self.backend.lock:
             try:
-                return self.backend.load(data, fmt, base_iri=base_iri, to_graph=name)
+                return self.backend.load(raw, fmt, base_iri=base_iri, to_graph=name)
             finally:
                 self._wrote()

@@ -290,9 +290,24 @@ def test_load_into_a_graph_from_a_path(store: RdfStore, tmp_path) -> None:
     path = tmp_path / "data.ttl"
     path.write_text(f'<{EX}s> <{EX}p> "from file" .', encoding="utf-8")
     assert store.load(path, graph=EX + "g") == 1
-    assert store.load(str(path)) == 1
+    assert store.load(path=str(path)) == 1
     assert store.count(object="from file", graph=EX + "g") == 1
     assert store.count(object="from file", graph=DefaultGraph()) == 1
+
+
+def test_a_str_is_always_data_never_a_file_name(store: RdfStore, tmp_path) -> None:
+    # Issue 10 item 17: a one-line str naming a file used to be read from disk.
+    path = tmp_path / "secret.nt"
+    path.write_text('<urn:a> <urn:b> "secret" .\n', encoding="utf-8")
+    with pytest.raises(FormatError) as caught:
+        store.load(str(path), "ntriples")
+    assert "secret" not in str(caught.value)
+    assert store.count() == 0
+    # A valid one-line document of 256-4,095 characters is data, not an OSError.
+    line = f'<urn:a> <urn:b> "{"x" * 3000}" .'
+    assert store.load(line, "ntriples") == 1
+    with pytest.raises(FormatError, match="one source"):
+        store.load("<urn:a> <urn:b> <urn:c> .", "nt", path=path)
 
 
 @pytest.mark.parametrize(

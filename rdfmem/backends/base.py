@@ -31,6 +31,7 @@ from pyoxigraph import (
 )
 
 from ..errors import FormatError
+from ..formats import check_rdf
 
 __all__ = ["Backend", "RawResult"]
 
@@ -119,6 +120,8 @@ class Backend(ABC):
         to_graph: NamedNode | BlankNode | None = None,
     ) -> int:
         """Parse ``data`` and add its quads in one step; returns how many were read.
+        Blank nodes are renamed apart: ``_:x`` in two documents (or two loads of one) are
+        two nodes, as in pyoxigraph's ``Store.load``.
 
         Raises:
             FormatError: the data does not parse as ``format``.
@@ -166,12 +169,15 @@ def parse_rdf(
     to_graph: NamedNode | BlankNode | None = None,
 ) -> list[Quad]:
     """Parse RDF with pyoxigraph into quads; triples land in ``to_graph`` (default graph).
+    Blank nodes get fresh labels, unique to this call.
 
     Raises:
-        FormatError: the data does not parse, with the parser's message.
+        FormatError: the data does not parse, with the parser's message, or is refused
+            (``rdfmem.formats.check_rdf``).
     """
+    check_rdf(data, format)
     try:
-        parsed = list(parse(data, format, base_iri=base_iri))
+        parsed = list(parse(data, format, base_iri=base_iri, rename_blank_nodes=True))
     except (SyntaxError, ValueError) as exc:
         raise FormatError(f"cannot parse {format.name}: {exc}") from exc
     graph: Graph = DefaultGraph() if to_graph is None else to_graph

@@ -20,6 +20,7 @@ from pyoxigraph import (
 )
 
 from ..errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
+from ..formats import check_rdf
 from .base import Backend, Graph, Object, RawResult, Subject
 
 __all__ = ["OxigraphBackend"]
@@ -131,11 +132,12 @@ class OxigraphBackend(Backend):
     ) -> int:
         # pyoxigraph parses while one transaction adds: as fast as Store.load, and the
         # count comes for free (Store.load says nothing, and len(store) scans it).
+        check_rdf(data, format)
         count = 0
 
         def quads() -> Iterator[Quad]:
             nonlocal count
-            for quad in parse(data, format, base_iri=base_iri):
+            for quad in parse(data, format, base_iri=base_iri, rename_blank_nodes=True):
                 count += 1
                 if to_graph is not None and isinstance(quad.graph_name, DefaultGraph):
                     quad = Quad(quad.subject, quad.predicate, quad.object, to_graph)

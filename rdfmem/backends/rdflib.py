@@ -1,13 +1,25 @@
-"""rdflib: an rdflib ``Dataset``, so any rdflib store plugin can hold rdfmem's data."""
+"""rdflib: an rdflib ``Dataset``, so any rdflib store plugin can hold rdfmem's data.
+
+rdflib's SPARQL engine can fetch (``SERVICE``, ``LOAD``, and ``FROM``/``USING`` of a graph it
+does not hold). This backend never lets it: requests are parsed and translated here, refused
+when they hold ``SERVICE`` or ``LOAD`` (``NetworkAccessRefused``), and their dataset
+(``FROM``, ``FROM NAMED``, ``USING``, ``USING NAMED``) is built from graphs already in the
+store, as Oxigraph does, an unknown graph being empty. rdflib also expands ``\\u`` escapes
+everywhere before parsing, so ``"a\\\\u0022b"`` would lose its backslash; here escapes are
+read as Oxigraph reads them (inside strings and IRIs, after ``\\\\``), so every backend
+sees the same text.
+"""
 
 from __future__ import annotations
 
+import re
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import rdflib
+import rdflib.plugins.sparql.update as rdflib_update
 from pyoxigraph import (
     BlankNode,
     DefaultGraph,
@@ -19,10 +31,17 @@ from pyoxigraph import (
     parse_query_results,
 )
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
-from rdflib.plugins.sparql import prepareUpdate
+from rdflib.plugins.sparql.algebra import translateQuery, translateUpdate
+from rdflib.plugins.sparql.evaluate import evalPart, evalQuery
+from rdflib.plugins.sparql.parser import Query as QueryGrammar
+from rdflib.plugins.sparql.parser import UpdateUnit
+from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.plugins.sparql.processor import SPARQLResult
+from rdflib.plugins.sparql.sparql import QueryContext
+from rdflib.plugins.sparql.sparql import Update as RdflibUpdate
 from rdflib.plugins.sparql.update import evalUpdate
 
-from ..errors import BackingError, InvalidTerm, QueryError
+from ..errors import BackingError, InvalidTerm, NetworkAccessRefused, QueryError
 from ..terms import from_rdflib
 from .base import Backend, Graph, Object, RawResult, Subject
 
@@ -50,6 +69,15 @@ def _to_rdflib(term: Any) -> Any:
     raise InvalidTerm(f"rdflib backend cannot hold {term!r}")
 
 
+def _rdflib_quad(quad: Quad) -> tuple[Any, Any, Any, Any]:
+    return (
+        _to_rdflib(quad.subject),
+        _to_rdflib(quad.predicate),
+        _to_rdflib(quad.object),
+        _to_rdflib(quad.graph_name),
+    )
+
+
 def _from_rdflib_quad(s: Any, p: Any, o: Any, g: Any) -> Quad:
     graph = from_rdflib(g.identifier if isinstance(g, rdflib.Graph) else g)
     return Quad(from_rdflib(s), from_rdflib(p), from_rdflib(o), graph)  # type: ignore[arg-type]
@@ -62,6 +90,94 @@ def _quiet_rdflib() -> Iterator[None]:
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"rdflib\.")
         warnings.filterwarnings("ignore", message=r"Dataset\.\w+ is deprecated")
         yield
+
+
+# A string (long ones first), an IRI, a comment, or a run of anything else.
+_TOKENS = re.compile(
+    r"""(?P<string>'''(?:(?:''|')?(?:[^'\\]|\\.))*'''|\"\"\"(?:(?:\"\"|\")?(?:[^\"\\]|\\.))*\"\"\"
+    |'(?:[^'\\\n\r]|\\.)*'|"(?:[^"\\\n\r]|\\.)*")
+    |(?P<iri><[^<>"{}|^`\x00-\x20]*>)
+    |(?P<comment>\#[^\n\r]*)
+    |[^'"<\#]+|.""",
+    re.VERBOSE | re.DOTALL,
+)
+_ESCAPE = re.compile(r"\\\\|\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+_ECHAR = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}
+
+
+def _decode(token: str, quote: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        digits = match.group(1) or match.group(2)
+        if digits is None:
+            return match.group()  # an escaped backslash stays as written
+        code = int(digits, 16)
+        if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+            raise QueryError(f"invalid escape {match.group()!r}: not a Unicode character")
+        char = chr(code)
+        if char in _ECHAR:
+            return _ECHAR[char]
+        return "\\" + char if quote and char == quote else char
+
+    return _ESCAPE.sub(one, token)
+
+
+def read_escapes(sparql: str) -> str:
+    r"""SPARQL text with its ``\u``/``\U`` escapes read as Oxigraph reads them, for rdflib.
+
+    Escapes are decoded inside strings and IRIs only, never after an escaped backslash; a
+    decoded quote, backslash or line break is written back as an ECHAR, so rdflib's parser
+    reads the same string as Oxigraph's. Elsewhere (keywords, comments) text is unchanged:
+    Oxigraph refuses escapes there, and so does rdflib's parser once rdflib's own expansion
+    is skipped.
+
+    >>> print(read_escapes(r'SELECT * { ?s ?p "say\\u0022hi", "a\u0022b", <urn:\u0078> }'))
+    SELECT * { ?s ?p "say\\u0022hi", "a\"b", <urn:x> }
+
+    Raises:
+        QueryError: an escape that names no Unicode character.
+    """
+    if "\\" not in sparql:
+        return sparql
+    out = []
+    for match in _TOKENS.finditer(sparql):
+        token = match.group()
+        if match.group("string") is not None:
+            out.append(_decode(token, token[0]))
+        elif match.group("iri") is not None:
+            out.append(_decode(token, ""))
+        else:
+            out.append(token)
+    return "".join(out)
+
+
+def _nodes(tree: object) -> Iterator[CompValue]:
+    """Every ``CompValue`` in an rdflib algebra tree (iteratively: trees can be deep)."""
+    todo = [tree]
+    seen: set[int] = set()
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, CompValue):
+            yield node
+            todo.extend(node.values())
+        elif isinstance(node, Mapping):
+            todo.extend(node.values())
+        elif isinstance(node, (list, tuple)) or type(node).__name__ == "ParseResults":
+            todo.extend(node)  # type: ignore[arg-type]
+
+
+def _refuse_fetching(tree: object, what: str) -> None:
+    for node in _nodes(tree):
+        if node.name == "ServiceGraphPattern":
+            raise NetworkAccessRefused(
+                f"{what} uses SERVICE: the rdflib backend never reaches the network"
+            )
+        if node.name == "Load":
+            raise NetworkAccessRefused(
+                f"{what} uses LOAD: the rdflib backend never reaches the network"
+            )
 
 
 class RdflibBackend(Backend):
@@ -88,15 +204,31 @@ class RdflibBackend(Backend):
         named_graphs: Sequence[NamedNode | BlankNode] | None = None,
         substitutions: Mapping[str, Object] | None = None,
     ) -> RawResult:
-        if default_graph is not None or named_graphs is not None:
-            raise QueryError(
-                "the rdflib backend cannot narrow the dataset of a query; "
-                "use FROM / FROM NAMED in the query, or the Oxigraph backend"
-            )
-        bindings = {k: _to_rdflib(v) for k, v in (substitutions or {}).items()}
+        text = read_escapes(sparql)
         with self.lock, _quiet_rdflib():
             try:
-                result = self.dataset.query(sparql, initBindings=bindings, base=base_iri)
+                parsed = translateQuery(QueryGrammar.parse_string(text, parse_all=True), base_iri)
+            except QueryError:
+                raise
+            except Exception as exc:  # pyparsing and plain errors
+                raise QueryError(f"SPARQL syntax error: {exc}") from exc
+            _refuse_fetching(parsed.algebra, "the query")
+            clause = parsed.algebra.get("datasetClause")
+            parsed.algebra["datasetClause"] = None
+            target = self.dataset
+            if default_graph is not None or named_graphs is not None:
+                target = self._narrowed(
+                    [_to_rdflib(g) for g in default_graph or ()],
+                    [_to_rdflib(g) for g in named_graphs or ()],
+                )
+            elif clause:
+                target = self._narrowed(
+                    [d.default for d in clause if d.get("default") is not None],
+                    [d.named for d in clause if d.get("named") is not None],
+                )
+            bindings = {k: _to_rdflib(v) for k, v in (substitutions or {}).items()}
+            try:
+                result = SPARQLResult(evalQuery(target, parsed, bindings, base_iri))
                 if result.type == "ASK":
                     return bool(result.askAnswer)
                 if result.type == "SELECT":
@@ -113,13 +245,34 @@ class RdflibBackend(Backend):
             except Exception as exc:  # rdflib raises pyparsing and plain errors
                 raise QueryError(f"SPARQL query failed: {exc}") from exc
 
+    def _narrowed(self, defaults: Iterable[Any], named: Iterable[Any]) -> rdflib.Dataset:
+        """A dataset of graphs already held: the union of ``defaults`` as its default graph,
+        and ``named``; a graph the store does not hold is empty (nothing is fetched)."""
+        narrowed = rdflib.Dataset()
+        quads: list[tuple[Any, Any, Any, Any]] = []
+        target = narrowed.graph(DATASET_DEFAULT_GRAPH_ID)
+        for name in defaults:
+            quads.extend((s, p, o, target) for s, p, o in self.dataset.get_context(name))
+        for name in named:
+            graph = narrowed.graph(name)
+            quads.extend((s, p, o, graph) for s, p, o in self.dataset.get_context(name))
+        narrowed.addN(quads)
+        return narrowed
+
     def update(self, sparql: str, *, base_iri: str | None = None) -> None:
-        with self.lock:
+        text = read_escapes(sparql)
+        with self.lock, _quiet_rdflib():
             try:
-                prepared = prepareUpdate(sparql, base=base_iri)
+                prepared = translateUpdate(
+                    UpdateUnit.parse_string(text, parse_all=True)[0], base_iri
+                )
+            except QueryError:
+                raise
             except Exception as exc:
                 raise QueryError(f"SPARQL Update syntax error: {exc}") from exc
-            for op in prepared.algebra:
+            operations = list(prepared.algebra)
+            _refuse_fetching(operations, "the update")
+            for op in operations:
                 # rdflib issue 2019: INSERT DATA into the default graph of a Dataset tries
                 # to add triples as quads. Route those triples to the default graph by name.
                 if op.name == "InsertData" and op.triples:
@@ -128,10 +281,46 @@ class RdflibBackend(Backend):
                     op["quads"] = quads
                     op["triples"] = []
             try:
-                with _quiet_rdflib():
-                    evalUpdate(self.dataset, prepared)
+                for op in operations:
+                    if op.name == "Modify" and op.using:
+                        self._modify_using(op)
+                    else:
+                        evalUpdate(self.dataset, RdflibUpdate(op.prologue, [op]))
+            except QueryError:
+                raise
             except Exception as exc:
                 raise QueryError(f"SPARQL Update failed: {exc}") from exc
+
+    def _modify_using(self, op: CompValue) -> None:
+        """DELETE/INSERT … USING: the WHERE clause reads a dataset of held graphs (rdflib's
+        own evaluation would fetch each USING graph from the network)."""
+        narrowed = self._narrowed(
+            [d.default for d in op.using if d.get("default") is not None],
+            [d.named for d in op.using if d.get("named") is not None],
+        )
+        where = QueryContext(narrowed)
+        where.prologue = op.prologue
+        solutions = list(evalPart(where, op.where))
+        ctx = QueryContext(self.dataset)
+        ctx.prologue = op.prologue
+        if op.withClause:
+            ctx = ctx.pushGraph(ctx.dataset.get_context(op.withClause))
+        default = ctx.graph if type(ctx.graph) is rdflib.Graph else ctx.dataset.default_context
+        # As the standard says: every deletion, then every insertion.
+        for template, sign in ((op.delete, -1), (op.insert, 1)):
+            if not template:
+                continue
+            for solution in solutions:
+                graphs = [(default, template.triples)] + [
+                    (ctx.dataset.get_context(solution.get(g)), q) for g, q in template.quads.items()
+                ]
+                for graph, triples in graphs:
+                    filled = list(rdflib_update._fillTemplate(triples, solution))  # type: ignore[attr-defined]
+                    if sign < 0:
+                        for triple in filled:
+                            graph.remove(triple)
+                    else:
+                        graph.addN((s, p, o, graph) for s, p, o in filled)
 
     def match(
         self,
@@ -156,26 +345,19 @@ class RdflibBackend(Backend):
         return iter(found)
 
     def apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        # Convert everything first: a quad rdflib cannot hold (an RDF 1.2 triple term)
+        # raises before anything changes.
+        removed = [_rdflib_quad(q) for q in remove]
+        added = [_rdflib_quad(q) for q in add]
         with self.lock:
-            for q in remove:
-                self.dataset.remove(
-                    (
-                        _to_rdflib(q.subject),
-                        _to_rdflib(q.predicate),
-                        _to_rdflib(q.object),
-                        _to_rdflib(q.graph_name),
-                    )
-                )
-            if add:
-                self.dataset.addN(
-                    (
-                        _to_rdflib(q.subject),
-                        _to_rdflib(q.predicate),
-                        _to_rdflib(q.object),
-                        self.dataset.graph(_to_rdflib(q.graph_name)),
-                    )
-                    for q in add
-                )
+            for quad in removed:
+                self.dataset.remove(quad)
+            if added:
+                graphs: dict[Any, rdflib.Graph] = {}
+                for *_, g in added:
+                    if g not in graphs:
+                        graphs[g] = self.dataset.graph(g)
+                self.dataset.addN((s, p, o, graphs[g]) for s, p, o, g in added)
 
     def close(self) -> None:
         if "dataset" in self.__dict__:
