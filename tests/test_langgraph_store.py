@@ -1,0 +1,265 @@
+"""``RdfBaseStore`` beyond LangGraph's own tests: RDF a SPARQL user can read, creation times,
+``delete_namespace``, TTL, hostile input, other writers; on every backend (``make_store``:
+Oxigraph in memory and on disk, rdflib, a real Oxigraph server)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pyshacl
+import pytest
+import rdflib
+from langgraph.store.base import IndexConfig, InvalidNamespaceError, PutOp
+
+from rdfmem import InvalidValue, RdfStore
+from rdfmem.embeddings import HashingEmbedder
+from rdfmem.langgraph import RdfBaseStore
+from rdfmem.ontology import ontology_path
+from rdfmem.results import SelectResult
+
+_EMBEDDER = HashingEmbedder(dimension=64)
+
+
+def embed(texts: Sequence[str]) -> list[list[float]]:
+    """A deterministic offline embedding function, as a user would pass one."""
+    return [[float(x) for x in row] for row in _EMBEDDER.embed(list(texts))]
+
+
+def indexed(store: RdfStore, fields: list[str] | None = None) -> RdfBaseStore:
+    return RdfBaseStore(store, index=IndexConfig(dims=64, embed=embed, fields=fields))
+
+
+def select(store: RdfStore, sparql: str) -> list[dict[str, Any]]:
+    result = store.query(sparql)
+    assert isinstance(result, SelectResult)
+    return [dict(row) for row in result]
+
+
+def test_items_are_rdf_a_sparql_user_can_read(store: RdfStore) -> None:
+    lg = RdfBaseStore(store)
+    lg.put(("users", "123"), "prefs", {"theme": "dark", "size": 3})
+    rows = select(
+        store,
+        """PREFIX rm: <https://w3id.org/rdfmem#>
+        PREFIX dcterms: <http://purl.org/dc/terms/>
+        SELECT ?ns ?key ?value ?created ?modified WHERE { GRAPH ?g {
+            ?item a rm:StoreItem ; rm:namespace ?ns ; rm:key ?key ; rm:value ?value ;
+                  dcterms:created ?created ; dcterms:modified ?modified } }""",
+    )
+    [row] = rows
+    assert (row["ns"].value, row["key"].value) == ("users.123", "prefs")
+    assert row["value"].datatype.value.endswith("#JSON")
+    assert rdflib.Literal(row["value"].value).toPython()  # JSON text
+    item = lg.get(("users", "123"), "prefs")
+    assert item is not None and item.value == {"theme": "dark", "size": 3}
+    assert row["created"].value.startswith(item.created_at.strftime("%Y-%m-%dT%H:%M:%S"))
+
+
+def test_stored_items_conform_to_the_shapes() -> None:
+    store = RdfStore()
+    lg = indexed(store)
+    lg.put(("docs",), "a", {"text": "hello world"}, ttl=5)
+    lg.put(("docs", "x"), "b", {"text": "more"}, index=False)
+    union = rdflib.Graph().parse(
+        data=store.export("turtle", graph="urn:rdfmem:graph:langgraph"), format="turtle"
+    )
+    shapes = rdflib.Graph().parse(ontology_path() / "shapes.ttl")
+    conforms, _, report = pyshacl.validate(union, shacl_graph=shapes)
+    assert conforms, report
+    assert len(union) > 10
+
+
+def test_an_update_keeps_created_and_moves_updated(store: RdfStore) -> None:
+    lg = RdfBaseStore(store)
+    lg.put(("n",), "k", {"v": 1})
+    first = lg.get(("n",), "k")
+    lg.put(("n",), "k", {"v": 2})
+    second = lg.get(("n",), "k")
+    assert first is not None and second is not None
+    assert second.value == {"v": 2}
+    assert second.created_at == first.created_at
+    assert second.updated_at > first.updated_at
+    # Seen the same by another object reading the store afresh.
+    again = RdfBaseStore(store).get(("n",), "k")
+    assert again is not None and again.created_at == first.created_at
+
+
+def test_delete_namespace_removes_the_prefix_and_below_only(store: RdfStore) -> None:
+    lg = indexed(store)
+    for ns in [("a",), ("a", "b"), ("a", "b", "c"), ("ab",), ("b", "a")]:
+        lg.put(ns, "k1", {"text": "one"})
+        lg.put(ns, "k2", {"text": "two"})
+    assert lg.delete_namespace(("a", "b")) == 4
+    assert lg.list_namespaces() == [("a",), ("ab",), ("b", "a")]
+    assert lg.delete_namespace(("a",)) == 2
+    assert lg.list_namespaces() == [("ab",), ("b", "a")]
+    assert [i.key for i in lg.search((), query="one")][:1] == ["k1"]
+    # 2 items left in each of two namespaces, each with its one vector.
+    assert store.count(predicate="https://w3id.org/rdfmem#vectorOf") == 4
+    with pytest.raises(InvalidNamespaceError):
+        lg.delete_namespace(())
+    with pytest.raises(InvalidNamespaceError):
+        lg.delete_namespace(("a.b",))
+
+
+def test_semantic_search_fields_and_unindexed_items(store: RdfStore) -> None:
+    lg = indexed(store, fields=["title", "notes[*].text"])
+    lg.put(("docs",), "deploy", {"title": "deploying the api", "notes": [{"text": "prod"}]})
+    lg.put(("docs",), "pie", {"title": "apple pie recipe", "notes": []})
+    lg.put(("docs",), "quiet", {"title": "deploying quietly"}, index=False)
+    found = lg.search(("docs",), query="how do we deploy the api?", limit=3)
+    assert [i.key for i in found] == ["deploy", "pie", "quiet"]
+    assert found[0].score is not None and found[0].score > 0.3
+    assert found[2].score is None  # not indexed: after the scored ones, unscored
+    assert lg.search(("docs",), query="apple pie", filter={"title": {"$ne": "x"}})[0].key == "pie"
+
+
+def test_ttl_sweep_refresh_and_omit_expired(store: RdfStore) -> None:
+    lg = RdfBaseStore(store, ttl={"default_ttl": 60, "refresh_on_read": True})
+    lg.put(("t",), "soon", {"v": 1}, ttl=0.00001)  # expires in under a millisecond
+    lg.put(("t",), "later", {"v": 2})  # default_ttl: an hour
+    lg.put(("t",), "never", {"v": 3}, ttl=None)
+    time.sleep(0.01)
+    assert lg.sweep_ttl() == 1
+    assert lg.get(("t",), "soon") is None
+    assert sorted(i.key for i in lg.search(("t",))) == ["later", "never"]
+
+    def expires() -> str:
+        rows = select(
+            store,
+            "SELECT ?e WHERE { GRAPH ?g { ?i <https://w3id.org/rdfmem#key> 'later' ; "
+            "<https://w3id.org/rdfmem#expires> ?e } }",
+        )
+        return str(rows[0]["e"].value)
+
+    before = expires()
+    lg.get(("t",), "later", refresh_ttl=False)
+    assert expires() == before
+    lg.get(("t",), "later")
+    assert expires() > before
+
+    hiding = RdfBaseStore(store, ttl={"omit_expired": True})
+    hiding.put(("h",), "gone", {"v": 1}, ttl=0.00001)
+    time.sleep(0.01)
+    assert hiding.get(("h",), "gone") is None
+    assert hiding.search(("h",)) == []
+    assert ("h",) not in hiding.list_namespaces()
+    assert RdfBaseStore(store).get(("h",), "gone") is not None  # not yet swept
+
+
+def test_ttl_sweeper_thread_starts_and_stops() -> None:
+    lg = RdfBaseStore(ttl={"sweep_interval_minutes": 1})
+    done = lg.start_ttl_sweeper()
+    assert lg.stop_ttl_sweeper(timeout=5)
+    assert done.result(timeout=5) is None
+
+
+HOSTILE = [
+    'quote " and \\ backslash',
+    "brace } ; DROP ALL ; {",
+    "angle <urn:x> > newline\nand tab\t",
+    "percent %41 colon : hash # slash /",
+    "ünïcödé 表 🙂",
+]
+
+
+def test_hostile_labels_keys_and_values_round_trip(store: RdfStore) -> None:
+    lg = RdfBaseStore(store)
+    store.assert_("urn:keep", "urn:p", "untouched", "urn:other")
+    for i, text in enumerate(HOSTILE):
+        lg.put((text, "x"), text, {"t": text, "q": "} } INSERT DATA { <urn:a> <urn:b> 1 }"})
+        lg.put(("n",), f"{i}{text}", {"n": i})
+    for text in HOSTILE:
+        item = lg.get((text, "x"), text)
+        assert item is not None and item.value["t"] == text
+        assert item.namespace == (text, "x")
+    assert sorted(lg.list_namespaces(suffix=("x",))) == sorted((t, "x") for t in HOSTILE)
+    assert len(lg.search(("n",), limit=100)) == len(HOSTILE)
+    assert not store.ask(subject="urn:a", predicate="urn:b", object=None)
+    assert store.count(graph="urn:other") == 1
+
+
+def test_bad_input_raises_and_writes_nothing(store: RdfStore) -> None:
+    lg = indexed(store)
+    lg.put(("n",), "kept", {"text": "kept"})
+    before = store.count()
+    with pytest.raises(InvalidValue):
+        lg.batch([PutOp(("n",), "ok", {"v": 1}), PutOp(("n",), "bad", {"v": {1, 2}})])
+    with pytest.raises(InvalidValue):
+        lg.batch([PutOp(("n",), "bad", "not a mapping")])  # type: ignore[arg-type]
+    wrong = RdfBaseStore(store, index={"dims": 3, "embed": embed})
+    with pytest.raises(InvalidValue, match="dims=3"):
+        wrong.put(("n",), "bad", {"text": "x"})
+    with pytest.raises(InvalidValue, match="operator"):
+        lg.search(("n",), filter={"text": {"$regex": "k"}})
+    assert store.count() == before
+    assert lg.get(("n",), "ok") is None
+    assert lg.get(("n",), "kept") is not None
+
+
+def test_writes_that_bypass_the_store_object_are_seen(store: RdfStore) -> None:
+    first, second = RdfBaseStore(store), RdfBaseStore(store)
+    first.put(("n",), "a", {"v": 1})
+    assert second.get(("n",), "a") is not None  # second's view is loaded now
+    first.put(("n",), "b", {"v": 2})
+    assert [i.key for i in second.search(("n",))] == ["a", "b"]
+    store.sparql_update(
+        "DELETE { GRAPH ?g { ?i ?p ?o } } "
+        "WHERE { GRAPH ?g { ?i <https://w3id.org/rdfmem#key> 'a' ; ?p ?o } }"
+    )
+    assert first.get(("n",), "a") is None
+    assert second.list_namespaces() == [("n",)]
+    store.clear_graph("urn:rdfmem:graph:langgraph")
+    assert second.list_namespaces() == []
+
+
+def test_abatch_leaves_the_event_loop_free(store: RdfStore) -> None:
+    lg = RdfBaseStore(store)
+    if not store.backend.exclusive_writer:
+        pytest.skip("a remote store has no process-wide lock to hold")
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.exclusive():
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(30)
+
+    async def main() -> bool:
+        put = asyncio.create_task(lg.aput(("n",), "k", {"v": 1}))
+        for _ in range(20):
+            await asyncio.sleep(0)  # the loop keeps running while the put waits
+        waiting = not put.done()
+        release.set()
+        await put
+        return waiting
+
+    try:
+        assert asyncio.run(main())
+    finally:
+        release.set()
+        holder.join()
+    assert lg.get(("n",), "k") is not None
+
+
+def test_async_twins_on_every_backend(store: RdfStore) -> None:
+    lg = indexed(store)
+
+    async def main() -> None:
+        await lg.aput(("a", "b"), "k", {"text": "async memory about tea"})
+        item = await lg.aget(("a", "b"), "k")
+        assert item is not None and item.value["text"].startswith("async")
+        found = await lg.asearch(("a",), query="tea")
+        assert [i.key for i in found] == ["k"] and found[0].score
+        assert await lg.alist_namespaces(prefix=("a",)) == [("a", "b")]
+        assert await lg.adelete_namespace(("a",)) == 1
+        assert await lg.aget(("a", "b"), "k") is None
+
+    asyncio.run(main())
