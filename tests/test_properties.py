@@ -66,3 +66,32 @@ def test_any_key_and_json_value_round_trips_everywhere(make_store, entries: dict
     assert bystander.get("keep") == "me"
     assert store.ask(("urn:fact", "urn:is", "asserted"))
     assert store.count() == len(entries) + 2
+
+
+ESCAPES = st.sampled_from(
+    ["\\u0022", "\\u005C", "\\U0001F600", "\\uD800", "\\", '"', "'", "\x00", "\x1f", "\x7f"]
+)
+TEXT = st.lists(st.one_of(ESCAPES, st.characters(blacklist_categories=("Cs",))), max_size=16).map(
+    "".join
+)
+
+
+@SETTINGS
+@given(texts=st.lists(TEXT, min_size=1, max_size=4, unique=True))
+def test_any_text_round_trips_byte_for_byte_through_sparql(make_store, texts: list[str]) -> None:
+    # Issue 10 item 12: rdflib expanded \u escapes inside rdfmem's escaped literals.
+    from pyoxigraph import Literal, NamedNode
+
+    store = make_store()
+    store.sparql_update("CLEAR ALL")  # examples share the backend
+    for i, text in enumerate(texts):
+        store.assert_(f"urn:n{i}", "urn:label", text)
+    for i, text in enumerate(texts):
+        # A join (SPARQL text), a binding and an update all carry the text unchanged.
+        rows = store.select([("?n", "urn:label", Literal(text)), ("?n", "urn:label", "?l")])
+        assert [(r["n"], r["l"].value) for r in rows] == [(NamedNode(f"urn:n{i}"), text)]
+        rows = store.query("SELECT * WHERE { ?n <urn:label> ?l }", bindings={"l": text})
+        assert [r["n"] for r in rows] == [NamedNode(f"urn:n{i}")]
+        store.sparql_update(f"INSERT DATA {{ <urn:copy{i}> <urn:label> {Literal(text)} }}")
+        [row] = store.select(subject=f"urn:copy{i}", predicate="urn:label", object="?l")
+        assert row["l"].value == text
