@@ -117,8 +117,12 @@ def test_the_rdflib_backend_never_fetches_even_when_allowed(listener: Listener) 
         with pytest.raises(NetworkAccessRefused):
             store.query(text, allow_network=True)
     for text in _fetching_updates(listener.url):
+        if "SILENT" in text:  # a LOAD that fails is no error when SILENT: nothing happens
+            store.sparql_update(text, allow_network=True)
+            continue
         with pytest.raises(NetworkAccessRefused):
             store.sparql_update(text, allow_network=True)
+    assert store.count() == 0
     # SERVICE hidden from a text guard by escapes that rdflib would have expanded.
     hidden = [
         f'SELECT * WHERE {{ ?s ?p "\\u0022 }} SERVICE <{listener.url}> {{ ?s ?p ?o }} #" }}',

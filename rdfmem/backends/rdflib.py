@@ -213,7 +213,7 @@ class RdflibBackend(Backend):
             except Exception as exc:  # pyparsing and plain errors
                 raise QueryError(f"SPARQL syntax error: {exc}") from exc
             _refuse_fetching(parsed.algebra, "the query")
-            clause = parsed.algebra.get("datasetClause")
+            clause = parsed.algebra.datasetClause
             parsed.algebra["datasetClause"] = None
             target = self.dataset
             if default_graph is not None or named_graphs is not None:
@@ -223,8 +223,8 @@ class RdflibBackend(Backend):
                 )
             elif clause:
                 target = self._narrowed(
-                    [d.default for d in clause if d.get("default") is not None],
-                    [d.named for d in clause if d.get("named") is not None],
+                    [d.default for d in clause if "default" in d],
+                    [d.named for d in clause if "named" in d],
                 )
             bindings = {k: _to_rdflib(v) for k, v in (substitutions or {}).items()}
             try:
@@ -270,7 +270,10 @@ class RdflibBackend(Backend):
                 raise
             except Exception as exc:
                 raise QueryError(f"SPARQL Update syntax error: {exc}") from exc
-            operations = list(prepared.algebra)
+            # LOAD SILENT: a load that fails is no error, and here every load fails unfetched.
+            operations = [
+                op for op in prepared.algebra if not (op.name == "Load" and "silent" in op)
+            ]
             _refuse_fetching(operations, "the update")
             for op in operations:
                 # rdflib issue 2019: INSERT DATA into the default graph of a Dataset tries
@@ -295,8 +298,8 @@ class RdflibBackend(Backend):
         """DELETE/INSERT … USING: the WHERE clause reads a dataset of held graphs (rdflib's
         own evaluation would fetch each USING graph from the network)."""
         narrowed = self._narrowed(
-            [d.default for d in op.using if d.get("default") is not None],
-            [d.named for d in op.using if d.get("named") is not None],
+            [d.default for d in op.using if "default" in d],
+            [d.named for d in op.using if "named" in d],
         )
         where = QueryContext(narrowed)
         where.prologue = op.prologue
