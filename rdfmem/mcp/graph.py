@@ -1,0 +1,446 @@
+"""``KnowledgeGraph``: the official MCP memory server's knowledge graph, kept as RDF in any
+``RdfStore``.
+
+Each operation behaves as the official server's (``@modelcontextprotocol/server-memory``)
+and answers in its JSON shapes, but a write is all or nothing and never loses another
+writer's work: the check and the write hold ``store.exclusive`` on the project's graph (the
+write lock of an embedded store, a lease on a SPARQL server).
+
+Reads stay fast as the graph grows. On an embedded store every write passes through rdfmem,
+so the graph is mirrored in memory, changed in the same critical section as each write; it
+is read again (one scan of its named graph) only when another writer moved the store's
+write counter. On a SPARQL server other clients write too, so each call asks the server for
+just the entities it needs.
+
+>>> from rdfmem import RdfStore
+>>> kg = KnowledgeGraph(RdfStore())
+>>> kg.create_entities([{"name": "Alice", "entityType": "person", "observations": []}])
+[{'name': 'Alice', 'entityType': 'person', 'observations': []}]
+>>> kg.add_observations([{"entityName": "Alice", "contents": ["Likes tea", "Likes tea"]}])
+[{'entityName': 'Alice', 'addedObservations': ['Likes tea']}]
+>>> kg.open_nodes(["Alice"])["entities"][0]["observations"]
+['Likes tea']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pyoxigraph import Literal, NamedNode, Quad
+
+from ..decisions import utc_now
+from ..errors import RdfMemError
+from ..results import SelectResult
+from ..store import RdfStore
+from ..terms import sparql_term
+from .model import Entity, Model, Relation, model_from_quads
+from .vocab import (
+    ATTRIBUTED,
+    ENTITY,
+    ENTITY_NAME,
+    ENTITY_TYPE,
+    GENERATED,
+    HAS_OBSERVATION,
+    LABEL,
+    OBSERVATION,
+    OBSERVATION_TEXT,
+    RDF_TYPE,
+    RELATION,
+    RELATION_FROM,
+    RELATION_TO,
+    RELATION_TYPE,
+    SOFTWARE_AGENT,
+    client_iri,
+    entity_iri,
+    graph_iri,
+    observation_iri,
+    relation_iri,
+    time_literal,
+)
+
+__all__ = ["Client", "KnowledgeGraph", "KnowledgeGraphError"]
+
+_CHUNK = 500  # IRIs per VALUES block of a remote read
+
+
+class KnowledgeGraphError(RdfMemError, ValueError):
+    """A knowledge graph call that cannot be done (a missing entity); nothing was written."""
+
+
+@dataclass(frozen=True)
+class Client:
+    """The MCP client a write is attributed to (from its ``clientInfo``)."""
+
+    name: str = "unknown"
+    version: str = ""
+
+    def quads(self, graph: NamedNode) -> list[Quad]:
+        iri = client_iri(self.name, self.version)
+        label = f"{self.name} {self.version}".strip()
+        return [
+            Quad(iri, RDF_TYPE, SOFTWARE_AGENT, graph),
+            Quad(iri, LABEL, Literal(label), graph),
+        ]
+
+
+class KnowledgeGraph:
+    """Entities, relations and observations in the named graph of one project.
+
+    Args:
+        store: where the triples live (any backend).
+        project: the project whose graph this is; ``urn:rdfmem:graph:knowledge`` when None.
+    """
+
+    def __init__(self, store: RdfStore, project: str | None = None) -> None:
+        self.store = store
+        self.project = project
+        self.graph = graph_iri(project)
+        self._mirrored = bool(store.backend.exclusive_writer)
+        self._mirror = Model()
+        self._generation = -1
+
+    def __repr__(self) -> str:
+        return f"KnowledgeGraph({self.store!r}, project={self.project!r})"
+
+    # -- reading --------------------------------------------------------------------------
+
+    @contextmanager
+    def _section(self, names: Iterable[str] | None = None) -> Iterator[Model]:
+        """Hold the graph against every other writer and yield its current content: the
+        whole graph, or (on a SPARQL server) at least the named entities and the relations
+        touching them."""
+        with self.store.exclusive(self.graph):
+            yield self._current(names)
+
+    def _current(self, names: Iterable[str] | None) -> Model:
+        if self._mirrored:
+            if self._generation != self.store.backend.generation:
+                self._mirror = model_from_quads(self.graph, self.store.triples(self.graph))
+                self._generation = self.store.backend.generation
+            return self._mirror
+        if names is None:
+            return model_from_quads(self.graph, self.store.triples(self.graph))
+        return self._remote_part(list(dict.fromkeys(names)))
+
+    def _remote_part(self, names: Sequence[str]) -> Model:
+        g = sparql_term(self.graph)
+        rows: list[tuple[Any, Any, Any]] = []
+        for i in range(0, len(names), _CHUNK):
+            values = " ".join(sparql_term(entity_iri(self.graph, n)) for n in names[i : i + _CHUNK])
+            has, src, dst = (sparql_term(t) for t in (HAS_OBSERVATION, RELATION_FROM, RELATION_TO))
+            sparql = (
+                f"SELECT ?s ?p ?o WHERE {{ GRAPH {g} {{ "
+                f"{{ VALUES ?s {{ {values} }} ?s ?p ?o }} "
+                f"UNION {{ VALUES ?e {{ {values} }} ?e {has} ?s . ?s ?p ?o }} "
+                f"UNION {{ VALUES ?e {{ {values} }} ?s {src} ?e . ?s ?p ?o }} "
+                f"UNION {{ VALUES ?e {{ {values} }} ?s {dst} ?e . ?s ?p ?o }} }} }}"
+            )
+            result = self.store.query(sparql)
+            assert isinstance(result, SelectResult)
+            rows.extend((r["s"], r["p"], r["o"]) for r in result)
+        return model_from_quads(self.graph, rows)
+
+    def _remote_search(self, query: str) -> list[str]:
+        g = sparql_term(self.graph)
+        needle = sparql_term(Literal(query.lower()))
+        sparql = (
+            f"SELECT DISTINCT ?name WHERE {{ GRAPH {g} {{ "
+            f"?e a {sparql_term(ENTITY)} ; {sparql_term(ENTITY_NAME)} ?name ; "
+            f"{sparql_term(ENTITY_TYPE)} ?type . "
+            f"OPTIONAL {{ ?e {sparql_term(HAS_OBSERVATION)}/{sparql_term(OBSERVATION_TEXT)} "
+            "?obs } "
+            f"FILTER (CONTAINS(LCASE(?name), {needle}) || CONTAINS(LCASE(?type), {needle}) "
+            f'|| CONTAINS(LCASE(COALESCE(?obs, "")), {needle})) }} }}'
+        )
+        result = self.store.query(sparql)
+        assert isinstance(result, SelectResult)
+        return [r["name"].value for r in result]
+
+    def read_graph(self) -> dict[str, Any]:
+        """Every entity and relation: ``{"entities": [...], "relations": [...]}``."""
+        if not self._mirrored:
+            return self._current(None).to_json()
+        with self._section() as model:
+            return model.to_json()
+
+    def search_nodes(self, query: str) -> dict[str, Any]:
+        """Entities whose name, type or an observation contains ``query`` (case ignored),
+        and the relations with at least one end among them."""
+        if not self._mirrored:
+            names = self._remote_search(query)
+            return self._current(names).search(query).to_json()
+        with self._section() as model:
+            return model.search(query).to_json()
+
+    def open_nodes(self, names: Sequence[str]) -> dict[str, Any]:
+        """The named entities that exist, and the relations with at least one end among them."""
+        if not self._mirrored:
+            return self._current(names).subgraph(names).to_json()
+        with self._section() as model:
+            return model.subgraph(names).to_json()
+
+    # -- writing --------------------------------------------------------------------------
+
+    def _write(self, add: Sequence[Quad], remove: Sequence[Quad] = (), update: str = "") -> None:
+        """One atomic write: ``update`` (deletions by pattern) or removals, then additions."""
+        if update or remove:
+            parts = [update] if update else []
+            if remove:
+                lines = " ".join(_nt(q) for q in remove)
+                parts.append(f"DELETE DATA {{ GRAPH {sparql_term(self.graph)} {{ {lines} }} }}")
+            if add:
+                lines = " ".join(_nt(q) for q in add)
+                parts.append(f"INSERT DATA {{ GRAPH {sparql_term(self.graph)} {{ {lines} }} }}")
+            self.store.sparql_update(" ;\n".join(parts))
+        elif add:
+            self.store.assert_many([(q.subject, q.predicate, q.object, q.graph_name) for q in add])
+        if self._mirrored:
+            self._generation = self.store.backend.generation
+
+    def _observation_quads(
+        self, entity: NamedNode, texts: Iterable[str], who: NamedNode
+    ) -> list[Quad]:
+        g = self.graph
+        quads = []
+        for text in texts:
+            obs = observation_iri(entity, text)
+            quads += [
+                Quad(entity, HAS_OBSERVATION, obs, g),
+                Quad(obs, RDF_TYPE, OBSERVATION, g),
+                Quad(obs, OBSERVATION_TEXT, Literal(text), g),
+                Quad(obs, GENERATED, time_literal(utc_now()), g),
+                Quad(obs, ATTRIBUTED, who, g),
+            ]
+        return quads
+
+    def _plan_entities(
+        self, model: Model, entities: Sequence[Mapping[str, Any]], who: NamedNode
+    ) -> tuple[list[Entity], list[Quad]]:
+        wanted: dict[str, Mapping[str, Any]] = {}
+        for item in entities:
+            wanted.setdefault(item["name"], item)
+        new = [
+            Entity(n, i["entityType"], list(dict.fromkeys(i["observations"])))
+            for n, i in wanted.items()
+            if n not in model.entities
+        ]
+        g = self.graph
+        quads = []
+        for entity in new:
+            iri = entity_iri(g, entity.name)
+            quads += [
+                Quad(iri, RDF_TYPE, ENTITY, g),
+                Quad(iri, ENTITY_NAME, Literal(entity.name), g),
+                Quad(iri, ENTITY_TYPE, Literal(entity.entity_type), g),
+                Quad(iri, GENERATED, time_literal(utc_now()), g),
+                Quad(iri, ATTRIBUTED, who, g),
+            ]
+            quads += self._observation_quads(iri, entity.observations, who)
+        return new, quads
+
+    def _plan_relations(
+        self, model: Model, relations: Sequence[Mapping[str, Any]], who: NamedNode
+    ) -> tuple[list[Relation], list[Quad]]:
+        batch = dict.fromkeys(Relation(r["from"], r["to"], r["relationType"]) for r in relations)
+        new = [r for r in batch if r.key not in model.relations]
+        g = self.graph
+        quads = []
+        for r in new:
+            iri = self._relation_iri(r)
+            quads += [
+                Quad(iri, RDF_TYPE, RELATION, g),
+                Quad(iri, RELATION_FROM, entity_iri(g, r.source), g),
+                Quad(iri, RELATION_TO, entity_iri(g, r.target), g),
+                Quad(iri, RELATION_TYPE, Literal(r.relation_type), g),
+                Quad(iri, GENERATED, time_literal(utc_now()), g),
+                Quad(iri, ATTRIBUTED, who, g),
+            ]
+        return new, quads
+
+    def _plan_observations(
+        self, model: Model, observations: Sequence[Mapping[str, Any]], who: NamedNode
+    ) -> tuple[list[dict[str, Any]], dict[str, list[str]], list[Quad]]:
+        seen: dict[str, list[str]] = {}
+        results = []
+        for item in observations:
+            name = item["entityName"]
+            entity = model.entities.get(name)
+            if entity is None:
+                raise KnowledgeGraphError(f"Entity with name {name} not found")
+            known = seen.setdefault(name, list(entity.observations))
+            added = [c for c in dict.fromkeys(item["contents"]) if c not in known]
+            known.extend(added)
+            results.append({"entityName": name, "addedObservations": added})
+        quads: list[Quad] = []
+        for name, texts in seen.items():
+            fresh = texts[len(model.entities[name].observations) :]
+            quads += self._observation_quads(entity_iri(self.graph, name), fresh, who)
+        return results, seen, quads
+
+    def create_entities(
+        self, entities: Sequence[Mapping[str, Any]], client: Client = Client()
+    ) -> list[dict[str, Any]]:
+        """Create the entities whose names are new (the first of a repeated name); returns
+        them. Existing names are skipped, their type and observations left as they are."""
+        who = client_iri(client.name, client.version)
+        with self._section(e["name"] for e in entities) as model:
+            new, quads = self._plan_entities(model, entities, who)
+            if quads:
+                self._write(client.quads(self.graph) + quads)
+            if self._mirrored:
+                for entity in new:
+                    model.add_entity(Entity(entity.name, entity.entity_type, entity.observations))
+        return [e.to_json() for e in new]
+
+    def create_relations(
+        self, relations: Sequence[Mapping[str, Any]], client: Client = Client()
+    ) -> list[dict[str, Any]]:
+        """Create the relations that are new (same ends and type); returns them. Either end
+        may name an entity that does not exist, as in the official server."""
+        who = client_iri(client.name, client.version)
+        with self._section(r["from"] for r in relations) as model:
+            new, quads = self._plan_relations(model, relations, who)
+            if quads:
+                self._write(client.quads(self.graph) + quads)
+            if self._mirrored:
+                for r in new:
+                    model.add_relation(r)
+        return [r.to_json() for r in new]
+
+    def add_observations(
+        self, observations: Sequence[Mapping[str, Any]], client: Client = Client()
+    ) -> list[dict[str, Any]]:
+        """Add observations to existing entities; returns, per item, the ones that were new.
+
+        Raises:
+            KnowledgeGraphError: an entity does not exist (``Entity with name X not found``,
+                the official server's words); nothing is written.
+        """
+        who = client_iri(client.name, client.version)
+        with self._section(o["entityName"] for o in observations) as model:
+            results, seen, quads = self._plan_observations(model, observations, who)
+            if quads:
+                self._write(client.quads(self.graph) + quads)
+            if self._mirrored:
+                for name, texts in seen.items():
+                    model.entities[name].observations = texts
+        return results
+
+    def delete_entities(self, names: Sequence[str]) -> None:
+        """Delete the named entities, their observations and every relation touching them.
+        Names that do not exist are ignored."""
+        wanted = set(names)
+        with self._section(wanted) as model:
+            subjects = []
+            for name in wanted:
+                entity = model.entities.get(name)
+                if entity is not None:
+                    iri = entity_iri(self.graph, name)
+                    subjects.append(iri)
+                    subjects += [observation_iri(iri, t) for t in entity.observations]
+            gone = [r for k, r in model.relations.items() if k[0] in wanted or k[1] in wanted]
+            subjects += [self._relation_iri(r) for r in gone]
+            if subjects:
+                self._write([], update=self._delete_subjects(subjects))
+            if self._mirrored:
+                for name in wanted:
+                    model.remove_entity(name)
+
+    def delete_observations(self, deletions: Sequence[Mapping[str, Any]]) -> None:
+        """Delete observations of entities; missing entities and observations are ignored."""
+        with self._section(d["entityName"] for d in deletions) as model:
+            links: list[Quad] = []
+            subjects: list[NamedNode] = []
+            dropped: dict[str, set[str]] = {}
+            for item in deletions:
+                entity = model.entities.get(item["entityName"])
+                if entity is None:
+                    continue
+                iri = entity_iri(self.graph, entity.name)
+                gone = dropped.setdefault(entity.name, set())
+                for text in item["observations"]:
+                    if text in entity.observations and text not in gone:
+                        gone.add(text)
+                        obs = observation_iri(iri, text)
+                        subjects.append(obs)
+                        links.append(Quad(iri, HAS_OBSERVATION, obs, self.graph))
+            if subjects:
+                self._write([], links, update=self._delete_subjects(subjects))
+            if self._mirrored:
+                for name, gone in dropped.items():
+                    entity = model.entities[name]
+                    entity.observations = [o for o in entity.observations if o not in gone]
+
+    def delete_relations(self, relations: Sequence[Mapping[str, Any]]) -> None:
+        """Delete relations (same ends and type); missing ones are ignored."""
+        keys = {(r["from"], r["to"], r["relationType"]) for r in relations}
+        with self._section(k[0] for k in keys) as model:
+            gone = [model.relations[k] for k in keys if k in model.relations]
+            if gone:
+                subjects = [self._relation_iri(r) for r in gone]
+                self._write([], update=self._delete_subjects(subjects))
+            if self._mirrored:
+                for r in gone:
+                    del model.relations[r.key]
+
+    def _relation_iri(self, r: Relation) -> NamedNode:
+        return relation_iri(self.graph, r.source, r.relation_type, r.target)
+
+    def _delete_subjects(self, subjects: Sequence[NamedNode]) -> str:
+        g = sparql_term(self.graph)
+        values = " ".join(sparql_term(s) for s in dict.fromkeys(subjects))
+        return (
+            f"DELETE {{ GRAPH {g} {{ ?s ?p ?o }} }} "
+            f"WHERE {{ GRAPH {g} {{ VALUES ?s {{ {values} }} ?s ?p ?o }} }}"
+        )
+
+    # -- whole graphs ---------------------------------------------------------------------
+
+    def import_model(self, model: Model, client: Client = Client()) -> tuple[int, int, int]:
+        """Merge ``model`` in one atomic write: new entities with their observations, new
+        observations of existing entities, new relations. Returns how many entities,
+        observations and relations were created."""
+        who = client_iri(client.name, client.version)
+        names = [*model.entities, *(r.source for r in model.relations.values())]
+        with self._section(names) as current:
+            entities = [e.to_json() for e in model.entities.values()]
+            new, quads = self._plan_entities(current, entities, who)
+            created = {e.name for e in new}
+            existing = [
+                {"entityName": e.name, "contents": e.observations}
+                for e in model.entities.values()
+                if e.name not in created
+            ]
+            _, seen, more = self._plan_observations(current, existing, who)
+            relations = [r.to_json() for r in model.relations.values()]
+            related, rquads = self._plan_relations(current, relations, who)
+            observations = sum(len(e.observations) for e in new) + sum(
+                len(texts) - len(current.entities[n].observations) for n, texts in seen.items()
+            )
+            if quads or more or rquads:
+                self._write(client.quads(self.graph) + quads + more + rquads)
+            if self._mirrored:
+                for entity in new:
+                    current.add_entity(entity)
+                for name, texts in seen.items():
+                    current.entities[name].observations = texts
+                for r in related:
+                    current.add_relation(r)
+        return len(new), observations, len(related)
+
+    def model(self) -> Model:
+        """A copy of the whole knowledge graph."""
+        with self._section() as model:
+            copy = Model()
+            for e in model.entities.values():
+                copy.add_entity(Entity(e.name, e.entity_type, list(e.observations)))
+            for r in model.relations.values():
+                copy.add_relation(r)
+        return copy
+
+
+def _nt(quad: Quad) -> str:
+    return f"{sparql_term(quad.subject)} {sparql_term(quad.predicate)} {sparql_term(quad.object)} ."

@@ -1,0 +1,418 @@
+"""rdfmem's own tools beside the knowledge graph: scoped memories, the decision graph,
+generalisations and ``stats``. Each is a few lines over the library (``sparql_query`` lives
+in ``rdfmem.mcp.sparql``, as it needs a time limit).
+
+>>> [s.name for s in OWN_TOOLS if s.name.startswith("memory_")]
+['memory_save', 'memory_search', 'memory_read', 'memory_list', 'memory_forget']
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from ..decisions import EdgeType, NodeStatus, NodeType
+from ..generalisations import Generalisation
+from ..memories import SCOPES, Memory
+from ..results import SelectResult
+from .graph import Client
+from .services import Services
+from .specs import DELETE, READ, WRITE, Reply, Spec, array, json_text, obj, string
+
+__all__ = ["OWN_TOOLS"]
+
+_SCOPE = string(
+    "global (every project), project (this server's --project) or session (with session)",
+    enum=list(SCOPES),
+)
+_SESSION = string("A conversation id; needed for the session scope")
+_TITLE = string("A short title: letters, digits and single separators, e.g. 'Build steps'")
+_NODE_TYPES = list(get_args(NodeType))
+_EDGE_TYPES = list(get_args(EdgeType))
+_STATUSES = list(get_args(NodeStatus))
+_METADATA = {"type": "object", "description": "Any JSON object"}
+_CONFIDENCE = {"type": "number", "minimum": 0, "maximum": 1, "description": "0 to 1"}
+
+
+def _reply(value: Any) -> Reply:
+    structured = value if isinstance(value, dict) else {"result": value}
+    return Reply(structured, json_text(value))
+
+
+def _memory(m: Memory, score: float | None = None) -> dict[str, Any]:
+    out = m.model_dump(mode="json", exclude={"embeddings"})
+    if score is not None:
+        out["score"] = round(score, 4)
+    return out
+
+
+def _memory_save(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    memories = s.memories(a.get("session"))
+    memory = Memory(
+        scope=a["scope"], title=a["title"], content=a["content"], topics=a.get("topics", [])
+    )
+    return _reply(_memory(memories.save(memory)))
+
+
+def _memory_search(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    found = s.memories(a.get("session")).search(a["query"], int(a.get("limit", 5)))
+    return _reply({"memories": [_memory(m, score) for m, score in found]})
+
+
+def _memory_read(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    return _reply(_memory(s.memories(a.get("session")).read(a["scope"], a["title"])))
+
+
+def _memory_list(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    return _reply({"titles": s.memories(a.get("session")).list(a.get("scope"))})
+
+
+def _memory_forget(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    s.memories(a.get("session")).forget(a["scope"], a["title"])
+    return _reply({"forgotten": a["title"], "scope": a["scope"]})
+
+
+def _fields(a: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    return {k: a[k] for k in names if k in a}
+
+
+def _decision_add_node(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    names = ("id", "type", "label", "status", "confidence", "rationale", "metadata")
+    node = s.decisions.add_node(_fields(a, names))
+    return _reply(node.model_dump(mode="json"))
+
+
+def _decision_add_edge(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    edge = s.decisions.add_edge(_fields(a, ("id", "from_id", "to_id", "type", "metadata")))
+    return _reply(edge.model_dump(mode="json"))
+
+
+def _decision_update_node(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    changes = _fields(a, ("type", "label", "status", "confidence", "rationale", "metadata"))
+    return _reply(s.decisions.update_node(a["id"], changes).model_dump(mode="json"))
+
+
+def _decision_supersede(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    edge = s.decisions.supersede(a["old_id"], a["new_id"], a.get("rationale"))
+    return _reply(edge.model_dump(mode="json"))
+
+
+def _decision_get(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    graph = s.decisions
+    node = graph.get_node(a["id"])
+    out = node.model_dump(mode="json")
+    out["outgoing"] = [e.model_dump(mode="json") for e in graph.get_edges(a["id"], "outgoing")]
+    out["incoming"] = [e.model_dump(mode="json") for e in graph.get_edges(a["id"], "incoming")]
+    return _reply(out)
+
+
+def _decision_query(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    params = _fields(a, ("from_id", "to_id", "node_id", "limit"))
+    if "limit" in params:
+        params["limit"] = int(params["limit"])
+    nodes = s.decisions.query(a["name"], **params)
+    return _reply({"nodes": [n.model_dump(mode="json") for n in nodes]})
+
+
+def _generalisation(g: Generalisation, score: float | None = None) -> dict[str, Any]:
+    out = g.model_dump(mode="json")
+    if score is not None:
+        out["score"] = round(score, 4)
+    return out
+
+
+def _gen_add(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    g = Generalisation(
+        id=a["id"],
+        content=a["content"],
+        level=int(a["level"]),
+        confidence=a["confidence"],
+        generalises=a.get("generalises", []),
+    )
+    return _reply(_generalisation(s.generalisations(a.get("group")).add(g)))
+
+
+def _gen_search(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    found = s.generalisations(a.get("group")).search(a["text"], int(a.get("limit", 5)))
+    return _reply({"generalisations": [_generalisation(g, score) for g, score in found]})
+
+
+def _gen_lineage(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    gens = s.generalisations(a.get("group"))
+    if "id" in a:
+        found = gens.lineage(a["id"])
+    elif "level" in a:
+        found = gens.by_level(int(a["level"]))
+    else:
+        return _reply({"error": "give id (its lineage) or level (every one of that level)"})
+    return _reply({"generalisations": [_generalisation(g) for g in found]})
+
+
+def _stats(s: Services, a: dict[str, Any], c: Client) -> Reply:
+    result = s.store.query(
+        "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g ORDER BY ?g"
+    )
+    assert isinstance(result, SelectResult)
+    graphs = {r["g"].value: int(r["n"].value) for r in result}
+    kg = s.kg.read_graph()
+    return _reply(
+        {
+            "project": s.project,
+            "knowledge_graph": {
+                "graph": s.kg.graph.value,
+                "entities": len(kg["entities"]),
+                "relations": len(kg["relations"]),
+                "observations": sum(len(e["observations"]) for e in kg["entities"]),
+            },
+            "triples_per_graph": graphs,
+        }
+    )
+
+
+_GROUP = string("Generalisation group (letters, digits, - and _); the project by default")
+
+OWN_TOOLS = [
+    Spec(
+        "memory_save",
+        "Save Memory",
+        "Save a titled memory (a note in prose) in a scope; the same title replaces it. "
+        "Use for facts, preferences and procedures worth keeping across conversations.",
+        obj(
+            {
+                "scope": _SCOPE,
+                "title": _TITLE,
+                "content": string("The memory itself"),
+                "topics": array(string(), "Topic words for filtering"),
+                "session": _SESSION,
+            },
+            ["scope", "title", "content"],
+            closed=True,
+            top=True,
+        ),
+        WRITE,
+        _memory_save,
+    ),
+    Spec(
+        "memory_search",
+        "Search Memories",
+        "Find the saved memories closest in meaning to a query, best first, across the "
+        "global and project scopes (and the session's, with session).",
+        obj(
+            {
+                "query": string("What to look for"),
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "session": _SESSION,
+            },
+            ["query"],
+            closed=True,
+            top=True,
+        ),
+        READ,
+        _memory_search,
+    ),
+    Spec(
+        "memory_read",
+        "Read Memory",
+        "Read one saved memory by scope and title.",
+        obj(
+            {"scope": _SCOPE, "title": _TITLE, "session": _SESSION},
+            ["scope", "title"],
+            closed=True,
+            top=True,
+        ),
+        READ,
+        _memory_read,
+    ),
+    Spec(
+        "memory_list",
+        "List Memories",
+        "The titles of the saved memories, of one scope or of all.",
+        obj({"scope": _SCOPE, "session": _SESSION}, closed=True, top=True),
+        READ,
+        _memory_list,
+    ),
+    Spec(
+        "memory_forget",
+        "Forget Memory",
+        "Delete one saved memory by scope and title.",
+        obj(
+            {"scope": _SCOPE, "title": _TITLE, "session": _SESSION},
+            ["scope", "title"],
+            closed=True,
+            top=True,
+        ),
+        DELETE,
+        _memory_forget,
+    ),
+    Spec(
+        "decision_add_node",
+        "Add Decision Node",
+        "Record a goal, decision, option, action, outcome, observation or revisit in the "
+        "decision graph. Returns the node with its id.",
+        obj(
+            {
+                "type": string(enum=_NODE_TYPES),
+                "label": string("What it is, in a sentence"),
+                "status": string(enum=_STATUSES),
+                "confidence": _CONFIDENCE,
+                "rationale": string("Why"),
+                "metadata": _METADATA,
+                "id": string("An id of your own (default: a new random id)"),
+            },
+            ["type", "label"],
+            closed=True,
+            top=True,
+        ),
+        WRITE,
+        _decision_add_node,
+    ),
+    Spec(
+        "decision_add_edge",
+        "Add Decision Edge",
+        "Link two decision-graph nodes: leads_to, chosen, rejected, requires, blocks, "
+        "enables or supersedes.",
+        obj(
+            {
+                "from_id": string(),
+                "to_id": string(),
+                "type": string(enum=_EDGE_TYPES),
+                "metadata": _METADATA,
+                "id": string(),
+            },
+            ["from_id", "to_id", "type"],
+            closed=True,
+            top=True,
+        ),
+        WRITE,
+        _decision_add_edge,
+    ),
+    Spec(
+        "decision_update_node",
+        "Update Decision Node",
+        "Change fields of a decision-graph node (e.g. status completed or rejected).",
+        obj(
+            {
+                "id": string(),
+                "type": string(enum=_NODE_TYPES),
+                "label": string(),
+                "status": string(enum=_STATUSES),
+                "confidence": _CONFIDENCE,
+                "rationale": string(),
+                "metadata": _METADATA,
+            },
+            ["id"],
+            closed=True,
+            top=True,
+        ),
+        WRITE,
+        _decision_update_node,
+    ),
+    Spec(
+        "decision_supersede",
+        "Supersede Decision",
+        "Mark node old_id superseded by node new_id (with a rationale).",
+        obj(
+            {"old_id": string(), "new_id": string(), "rationale": string()},
+            ["old_id", "new_id"],
+            closed=True,
+            top=True,
+        ),
+        WRITE,
+        _decision_supersede,
+    ),
+    Spec(
+        "decision_get",
+        "Get Decision Node",
+        "One decision-graph node with its outgoing and incoming edges.",
+        obj({"id": string()}, ["id"], closed=True, top=True),
+        READ,
+        _decision_get,
+    ),
+    Spec(
+        "decision_query",
+        "Query Decisions",
+        "Run a named query of the decision graph: active_goals; recent_decisions (limit); "
+        "path_between (from_id, to_id); descendants or ancestors (node_id).",
+        obj(
+            {
+                "name": string(
+                    enum=[
+                        "active_goals",
+                        "recent_decisions",
+                        "path_between",
+                        "descendants",
+                        "ancestors",
+                    ]
+                ),
+                "from_id": string(),
+                "to_id": string(),
+                "node_id": string(),
+                "limit": {"type": "integer", "minimum": 0, "maximum": 1000},
+            },
+            ["name"],
+            closed=True,
+            top=True,
+        ),
+        READ,
+        _decision_query,
+    ),
+    Spec(
+        "generalisation_save",
+        "Save Generalisation",
+        "Save an abstracted lesson (level 0 = concrete, higher = more general) with a "
+        "confidence and the ids it generalises; the same id replaces it.",
+        obj(
+            {
+                "id": string(),
+                "content": string(),
+                "level": {"type": "integer", "minimum": 0},
+                "confidence": _CONFIDENCE,
+                "generalises": array(string()),
+                "group": _GROUP,
+            },
+            ["id", "content", "level", "confidence"],
+            closed=True,
+            top=True,
+        ),
+        WRITE,
+        _gen_add,
+    ),
+    Spec(
+        "generalisation_search",
+        "Search Generalisations",
+        "Find generalisations closest to a text, best first.",
+        obj(
+            {
+                "text": string(),
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "group": _GROUP,
+            },
+            ["text"],
+            closed=True,
+            top=True,
+        ),
+        READ,
+        _gen_search,
+    ),
+    Spec(
+        "generalisation_list",
+        "List Generalisations",
+        "The lineage of one generalisation (id: everything it generalises, transitively) "
+        "or every generalisation of one level.",
+        obj(
+            {"id": string(), "level": {"type": "integer", "minimum": 0}, "group": _GROUP},
+            closed=True,
+            top=True,
+        ),
+        READ,
+        _gen_lineage,
+    ),
+    Spec(
+        "stats",
+        "Memory Statistics",
+        "How much is stored: the knowledge graph's entities, relations and observations, "
+        "and triples per named graph.",
+        obj({}, closed=True, top=True),
+        READ,
+        _stats,
+    ),
+]
