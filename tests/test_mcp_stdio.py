@@ -1,0 +1,291 @@
+"""``rdfmem mcp STORE`` over stdio, through the SDK's own ``ClientSession``: every tool, the
+resource, bad input, one owner per on-disk store, and the JSONL import/export commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from click.testing import CliRunner
+from test_mcp_support import call, ok, rdfmem_params, stdio_session, text_of
+
+from rdfmem.cli import cli
+
+OFFICIAL = [
+    "create_entities",
+    "create_relations",
+    "add_observations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+    "read_graph",
+    "search_nodes",
+    "open_nodes",
+]
+HOSTILE = 'Robert"); DROP } <x> .\n# "" \\u0000'
+
+
+def test_the_official_tools_with_their_hints_and_the_resource() -> None:
+    async def main() -> None:
+        async with stdio_session(rdfmem_params(":memory:")) as session:
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert list(tools)[:9] == OFFICIAL
+            for name, tool in tools.items():
+                assert tool.description and tool.annotations is not None, name
+            hints = {
+                n: (
+                    tools[n].annotations.read_only_hint,  # type: ignore[union-attr]
+                    tools[n].annotations.destructive_hint,  # type: ignore[union-attr]
+                    tools[n].annotations.idempotent_hint,  # type: ignore[union-attr]
+                )
+                for n in OFFICIAL
+            }
+            assert hints["read_graph"] == hints["open_nodes"] == (True, False, True)
+            assert hints["delete_entities"] == hints["delete_relations"] == (False, True, True)
+            assert hints["create_entities"] == hints["add_observations"] == (False, False, False)
+            assert tools["sparql_query"].annotations.read_only_hint  # type: ignore[union-attr]
+            resources = (await session.list_resources()).resources
+            assert [str(r.uri) for r in resources] == ["memory://knowledge-graph"]
+            assert resources[0].mime_type == "application/json"
+
+    anyio.run(main)
+
+
+def test_every_tool_over_stdio(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with stdio_session(rdfmem_params(str(tmp_path / "mem"))) as s:
+            people = [
+                {"name": "Alice", "entityType": "person", "observations": ["Likes tea"]},
+                {"name": HOSTILE, "entityType": "person", "observations": [HOSTILE]},
+            ]
+            assert ok(await call(s, "create_entities", {"entities": people})) == {
+                "entities": people
+            }
+            relation = {"from": "Alice", "to": HOSTILE, "relationType": "knows"}
+            assert ok(await call(s, "create_relations", {"relations": [relation]})) == {
+                "relations": [relation]
+            }
+            added = await call(
+                s,
+                "add_observations",
+                {"observations": [{"entityName": HOSTILE, "contents": ["x"]}]},
+            )
+            assert ok(added) == {"results": [{"entityName": HOSTILE, "addedObservations": ["x"]}]}
+            found = ok(await call(s, "search_nodes", {"query": "TEA"}))
+            assert [e["name"] for e in found["entities"]] == ["Alice"]
+            assert found["relations"] == [relation]
+            opened = ok(await call(s, "open_nodes", {"names": [HOSTILE]}))
+            assert opened["entities"][0]["observations"] == [HOSTILE, "x"]
+            resource = await s.read_resource("memory://knowledge-graph")
+            graph = ok(await call(s, "read_graph", {}))
+            assert json.loads(resource.contents[0].text) == graph  # type: ignore[union-attr]
+            deletion = {"entityName": HOSTILE, "observations": ["x"]}
+            done = ok(await call(s, "delete_observations", {"deletions": [deletion]}))
+            assert done == {"success": True, "message": "Observations deleted successfully"}
+            ok(await call(s, "delete_relations", {"relations": [relation]}))
+            ok(await call(s, "delete_entities", {"entityNames": [HOSTILE]}))
+            assert ok(await call(s, "read_graph", {})) == {
+                "entities": [people[0]],
+                "relations": [],
+            }
+
+            note = {"scope": "global", "title": "Build steps", "content": "run make test"}
+            assert ok(await call(s, "memory_save", note))["slug"] == "build-steps"
+            hits = ok(await call(s, "memory_search", {"query": "make test"}))["memories"]
+            assert hits[0]["title"] == "Build steps" and hits[0]["score"] > 0
+            read = ok(await call(s, "memory_read", {"scope": "global", "title": "Build steps"}))
+            assert read["content"] == "run make test"
+            assert ok(await call(s, "memory_list", {}))["titles"] == ["Build steps"]
+            ok(await call(s, "memory_forget", {"scope": "global", "title": "Build steps"}))
+            gone = await call(s, "memory_read", {"scope": "global", "title": "Build steps"})
+            assert gone.is_error
+
+            goal = ok(
+                await call(s, "decision_add_node", {"type": "goal", "label": "Ship", "id": "g"})
+            )
+            assert goal["status"] == "active"
+            ok(
+                await call(
+                    s, "decision_add_node", {"type": "decision", "label": "Use RDF", "id": "d"}
+                )
+            )
+            ok(
+                await call(
+                    s, "decision_add_node", {"type": "decision", "label": "Use X", "id": "x"}
+                )
+            )
+            ok(
+                await call(
+                    s, "decision_add_edge", {"from_id": "g", "to_id": "d", "type": "leads_to"}
+                )
+            )
+            ok(await call(s, "decision_update_node", {"id": "d", "confidence": 0.9}))
+            ok(await call(s, "decision_supersede", {"old_id": "x", "new_id": "d"}))
+            got = ok(await call(s, "decision_get", {"id": "d"}))
+            assert got["confidence"] == 0.9 and len(got["incoming"]) == 1
+            path = ok(
+                await call(
+                    s, "decision_query", {"name": "path_between", "from_id": "g", "to_id": "d"}
+                )
+            )
+            assert [n["id"] for n in path["nodes"]] == ["g", "d"]
+            goals = ok(await call(s, "decision_query", {"name": "active_goals"}))
+            assert [n["id"] for n in goals["nodes"]] == ["g"]
+
+            lesson = {"id": "g1", "content": "Tea in the morning", "level": 0, "confidence": 0.7}
+            ok(await call(s, "generalisation_save", lesson))
+            ok(
+                await call(
+                    s,
+                    "generalisation_save",
+                    {"id": "g2", "content": "Hot drinks", "level": 1, "confidence": 0.8,
+                     "generalises": ["g1"]},
+                )
+            )  # fmt: skip
+            hits = ok(await call(s, "generalisation_search", {"text": "tea"}))["generalisations"]
+            assert hits[0]["id"] == "g1"
+            lineage = ok(await call(s, "generalisation_list", {"id": "g2"}))["generalisations"]
+            assert [g["id"] for g in lineage] == ["g1"]
+
+            rows = ok(
+                await call(
+                    s,
+                    "sparql_query",
+                    {"query": "PREFIX rm: <https://w3id.org/rdfmem#> SELECT ?n WHERE { GRAPH ?g "
+                     "{ ?e rm:entityName ?n } }"},
+                )
+            )  # fmt: skip
+            assert rows["rows"] == [{"n": '"Alice"'}] and rows["truncated"] is False
+            stats = ok(await call(s, "stats", {}))
+            assert stats["knowledge_graph"]["entities"] == 1
+
+    anyio.run(main)
+
+
+def test_bad_input_is_a_tool_error_nothing_is_written_and_the_server_goes_on() -> None:
+    bad: list[tuple[str, Any, str]] = [
+        ("create_entities", {"entities": [{"name": 1, "entityType": "t", "observations": []}]},
+         "entities[0].name: expected a string, received a number"),
+        ("create_entities", {"entities": "Alice"}, "entities: expected an array"),
+        ("create_entities", {}, "entities: required, but missing"),
+        ("add_observations", {"observations": [{"entityName": "Alice", "contents": [None]}]},
+         "contents[0]: expected a string, received null"),
+        ("add_observations", {"observations": [{"entityName": "Alice", "contents": ["new"]},
+                                               {"entityName": "Ghost", "contents": ["x"]}]},
+         "Entity with name Ghost not found"),
+        ("create_entities", {"entities": [{"name": "Big", "entityType": "t",
+                                           "observations": ["x" * 200_000]}]},
+         "200,000 characters"),
+        ("create_entities", {"entities": [{"name": "e", "entityType": "t",
+                                           "observations": ["o"] * 20_000}]},
+         "20000 items"),
+        ("no_such_tool", {}, "Tool no_such_tool not found"),
+        ("sparql_query", {"query": "LOAD <http://example.org/x.ttl>"}, "LOAD at line 1"),
+        ("sparql_query", {"query": "INSERT DATA { <urn:a> <urn:b> <urn:c> }"}, "only reads"),
+        ("sparql_query", {"query": "SELECT * WHERE {"}, "error at 1:17"),
+        ("memory_save", {"scope": "global", "title": "--", "content": "x"}, "title"),
+        ("memory_save", {"scope": "galaxy", "title": "A", "content": "x"}, "must be one of"),
+        ("decision_add_edge", {"from_id": "a", "to_id": "b", "type": "leads_to"}, "a"),
+        ("decision_query", {"name": "path_between"}, "needs"),
+    ]  # fmt: skip
+
+    async def main() -> None:
+        async with stdio_session(rdfmem_params(":memory:")) as s:
+            alice = {"name": "Alice", "entityType": "person", "observations": ["a"]}
+            ok(await call(s, "create_entities", {"entities": [alice]}))
+            before = ok(await call(s, "read_graph", {}))
+            for name, arguments, message in bad:
+                result = await s.call_tool(name, arguments)
+                assert result.is_error, (name, arguments)
+                assert message in text_of(result), (message, text_of(result))
+            assert ok(await call(s, "read_graph", {})) == before
+            count = ok(await call(s, "sparql_query", {"query": "SELECT * { ?s ?p ?o }"}))
+            assert count["rows"] == [] or all("urn:a" not in str(r) for r in count["rows"])
+
+    anyio.run(main)
+
+
+def test_rows_are_capped_and_a_time_limit_applies() -> None:
+    async def main() -> None:
+        params = rdfmem_params(":memory:", "--max-rows", "3", "--query-timeout", "0.5")
+        async with stdio_session(params) as s:
+            many = [{"name": f"e{i}", "entityType": "t", "observations": []} for i in range(10)]
+            ok(await call(s, "create_entities", {"entities": many}))
+            capped = ok(
+                await call(s, "sparql_query", {"query": "SELECT * { GRAPH ?g { ?s ?p ?o } }"})
+            )
+            assert len(capped["rows"]) == 3 and capped["truncated"] is True
+            slow = (
+                "SELECT (COUNT(*) AS ?n) { GRAPH ?g { ?a ?b ?c } GRAPH ?h { ?d ?e ?f } "
+                "GRAPH ?i { ?x ?y ?z } GRAPH ?j { ?k ?l ?m } }"
+            )
+            result = await s.call_tool("sparql_query", {"query": slow})
+            assert result.is_error and "time limit of 0.5 s" in text_of(result)
+            assert ok(await call(s, "open_nodes", {"names": ["e1"]}))["entities"]
+
+    anyio.run(main)
+
+
+def test_a_disk_store_keeps_memory_and_has_one_owner(tmp_path: Path) -> None:
+    folder = str(tmp_path / "memory")
+
+    async def main() -> None:
+        entity = {"name": "Alice", "entityType": "person", "observations": ["a"]}
+        async with stdio_session(rdfmem_params(folder, "--project", "web")) as s:
+            ok(await call(s, "create_entities", {"entities": [entity]}))
+            second = subprocess.run(
+                [sys.executable, "-m", "rdfmem", "mcp", folder],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert second.returncode == 1
+            assert "open in another process" in second.stderr
+            assert "--http" in second.stderr and "SPARQL server" in second.stderr
+        async with stdio_session(rdfmem_params(folder, "--project", "web")) as s:
+            assert ok(await call(s, "read_graph", {}))["entities"] == [entity]
+        async with stdio_session(rdfmem_params(folder)) as s:
+            assert ok(await call(s, "read_graph", {})) == {"entities": [], "relations": []}
+
+    anyio.run(main)
+
+
+def test_import_and_export_jsonl(tmp_path: Path) -> None:
+    lines = [
+        '{"type":"entity","name":"A","entityType":"t","observations":["o1","ü \\"q\\""]}',
+        '{"type":"entity","name":"B","entityType":"t","observations":[]}',
+        '{"type":"relation","from":"A","to":"B","relationType":"r"}',
+    ]
+    source = tmp_path / "memory.jsonl"
+    source.write_text("\n".join(lines), encoding="utf-8")  # the official file has no last \n
+    store = str(tmp_path / "store")
+    runner = CliRunner()
+    result = runner.invoke(cli, ["import", store, str(source)])
+    assert result.exit_code == 0, result.output
+    assert "Imported 2 entities, 2 observations and 1 relations" in result.output
+    exported = runner.invoke(cli, ["export-jsonl", store])
+    assert exported.exit_code == 0 and exported.stdout.splitlines() == lines
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(lines[1].replace("B", "C") + '\n{"type":"entity","name":"D"}\n')
+    failed = runner.invoke(cli, ["import", store, str(broken)])
+    assert failed.exit_code == 1
+    assert "nothing imported" in failed.output and "line 2" in failed.output
+    again = runner.invoke(cli, ["export-jsonl", store, "-o", str(tmp_path / "out.jsonl")])
+    assert again.exit_code == 0
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines() == lines
+
+
+def test_without_the_sdk_the_command_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['mcp'] = None; from rdfmem.cli import main; "
+        "main(['mcp', ':memory:'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "pip install 'rdfmem[mcp]'" in done.stderr
