@@ -23,6 +23,14 @@ from rdfmem.results import SelectResult
 
 _EMBEDDER = HashingEmbedder(dimension=64)
 
+#: Backends for tests that touch the store from worker threads. Not rdflib: after a SELECT
+#: on rdflib, pyparsing keeps the frame of ``TripleStore.query`` (and its unsendable
+#: pyoxigraph ``QuerySolutions``) alive until a later parse, which a worker thread may run,
+#: and pyoxigraph then raises. LangGraph's own suite runs on rdflib in a fresh process.
+THREADED = pytest.mark.parametrize(
+    "make_store", ["oxigraph-memory", "oxigraph-disk", "oxigraph-server"], indirect=True
+)
+
 
 def embed(texts: Sequence[str]) -> list[list[float]]:
     """A deterministic offline embedding function, as a user would pass one."""
@@ -217,6 +225,7 @@ def test_writes_that_bypass_the_store_object_are_seen(store: RdfStore) -> None:
     assert second.list_namespaces() == []
 
 
+@THREADED
 def test_abatch_leaves_the_event_loop_free(store: RdfStore) -> None:
     lg = RdfBaseStore(store)
     if not store.backend.exclusive_writer:
@@ -249,7 +258,8 @@ def test_abatch_leaves_the_event_loop_free(store: RdfStore) -> None:
     assert lg.get(("n",), "k") is not None
 
 
-def test_async_twins_on_every_backend(store: RdfStore) -> None:
+@THREADED
+def test_async_twins(store: RdfStore) -> None:
     lg = indexed(store)
 
     async def main() -> None:

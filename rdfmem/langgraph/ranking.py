@@ -10,7 +10,7 @@ any vector follow, unscored.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ import numpy as np
 from .records import Record, matches_filter
 from .vectors import VectorRows
 
-__all__ = ["rank"]
+__all__ = ["rank", "rank_rows"]
 
 
 def rank(
@@ -67,3 +67,51 @@ def rank(
     if scoreless and len(kept) < limit:
         kept.extend((r, None) for r in scoreless[: limit - len(kept)])
     return kept
+
+
+def rank_rows(
+    rows: VectorRows,
+    query: Sequence[float],
+    *,
+    accept: Callable[[Record], bool],
+    limit: int,
+    offset: int,
+    unscored: Callable[[], Iterable[Record]],
+) -> list[tuple[Record, float | None]]:
+    """``rank`` without a filter, from every row of ``rows`` at once: one matrix-vector
+    product, then rows best first (only the best few sorted, unless more are needed) until
+    ``offset + limit`` accepted items are found. Ties go by row rather than by item age.
+    ``unscored`` gives the candidates without vectors, read only when too few are scored."""
+    want = offset + limit
+    kept: list[tuple[Record, float | None]] = []
+    if want > 0 and limit > 0:
+        scores = rows.all_scores(query)
+        size = scores.shape[0]
+        k = min(size, max(64, 8 * want))
+        while True:
+            best = np.argpartition(-scores, k - 1)[:k] if k < size else np.arange(size)
+            best = best[np.lexsort((best, -scores[best]))]
+            kept = []
+            seen: set[int] = set()
+            owners = rows.owners
+            for row in best.tolist():
+                record = owners[row]
+                if record is None or id(record) in seen or not accept(record):
+                    continue
+                place = len(seen)
+                seen.add(id(record))
+                if place >= want:
+                    break
+                if place >= offset:
+                    kept.append((record, float(scores[row])))
+            if len(seen) >= want or k >= size:
+                break
+            k = size
+    if len(kept) < limit:
+        missing = limit - len(kept)
+        kept.extend((r, None) for r in itertools.islice(_without_vectors(unscored()), missing))
+    return kept
+
+
+def _without_vectors(records: Iterable[Record]) -> Iterable[Record]:
+    return (r for r in records if not r.fields)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pyoxigraph import Literal, NamedNode
 
@@ -64,10 +64,23 @@ class ItemWrite:
     expires: datetime | None
     ttl: float | None
     vectors: Sequence[tuple[str, Literal]]
+    subject: NamedNode
 
-    @property
-    def subject(self) -> NamedNode:
-        return item_iri(self.namespace, self.key)
+    @classmethod
+    def of(
+        cls,
+        namespace: tuple[str, ...],
+        key: str,
+        text: str,
+        now: datetime,
+        *,
+        ttl: float | None = None,
+        vectors: Sequence[tuple[str, Literal]] = (),
+    ) -> ItemWrite:
+        """The write of one item at ``now`` (expiring ``ttl`` minutes later when given)."""
+        expires = None if ttl is None else now + timedelta(minutes=ttl)
+        subject = item_iri(namespace, key)
+        return cls(namespace, key, text, now, expires, ttl, vectors, subject)
 
 
 def _values(subjects: Sequence[NamedNode]) -> str:

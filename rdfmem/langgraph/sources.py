@@ -11,7 +11,6 @@ at every read.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -62,7 +61,8 @@ def build(props: dict[str, dict[str, list[Any]]], rows: VectorRows | None) -> di
                 continue
             vector = _vector(p, rows.dims)
             if vector is not None:
-                records[owner[0]].fields[owner[1]] = rows.add(vector)
+                record = records[owner[0]]
+                record.fields[owner[1]] = rows.add(vector, record)
     return records
 
 
@@ -84,12 +84,13 @@ class Source:
 
 
 class Mirror(Source):
-    """The items of one graph in memory, by namespace, each namespace oldest first."""
+    """The items of one graph in memory: oldest first overall and by namespace."""
 
     def __init__(self, dims: int | None) -> None:
         self.dims = dims
         self.generation = -1
         self.by_ns: dict[tuple[str, ...], dict[str, Record]] = {}
+        self.ordered: dict[tuple[tuple[str, ...], str], Record] = {}
         self.rows = VectorRows(dims) if dims else None
 
     def load(self, quads: Iterable[Quad]) -> None:
@@ -97,33 +98,45 @@ class Mirror(Source):
         self.rows = VectorRows(self.dims) if self.dims else None
         records = build(_group((q.subject, q.predicate, q.object) for q in quads), self.rows)
         self.by_ns = {}
+        self.ordered = {}
         for record in sorted(records.values(), key=lambda r: r.order):
             self.by_ns.setdefault(record.namespace, {})[record.key] = record
+            self.ordered[(record.namespace, record.key)] = record
 
     def get(self, namespace: tuple[str, ...], key: str) -> Record | None:
         items = self.by_ns.get(namespace)
         return items.get(key) if items is not None else None
 
+    def matching(self, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """The namespaces that are ``prefix`` or under it."""
+        n = len(prefix)
+        return [ns for ns in self.by_ns if ns[:n] == prefix]
+
+    def count(self, namespaces: Iterable[tuple[str, ...]]) -> int:
+        return sum(len(self.by_ns[ns]) for ns in namespaces)
+
     def under(
         self, prefix: tuple[str, ...], *, vectors: bool = True
     ) -> tuple[Iterator[Record], VectorRows | None]:
-        n = len(prefix)
-        groups = [items for ns, items in self.by_ns.items() if ns[:n] == prefix]
-        if len(groups) == 1:
-            return iter(list(groups[0].values())), self.rows
-        merged = heapq.merge(*(list(g.values()) for g in groups), key=lambda r: r.order)
-        return merged, self.rows
+        names = self.matching(prefix)
+        if len(names) == 1:
+            return iter(list(self.by_ns[names[0]].values())), self.rows
+        if len(names) == len(self.by_ns):
+            return iter(list(self.ordered.values())), self.rows
+        wanted = set(names)
+        return iter([r for r in self.ordered.values() if r.namespace in wanted]), self.rows
 
     def namespaces(self) -> list[tuple[str, ...]]:
         return list(self.by_ns)
 
     def put(self, record: Record, vectors: Iterable[tuple[str, Any]]) -> None:
-        """Add or replace an item (its place in its namespace stays when it is replaced)."""
+        """Add or replace an item (its place stays when it is replaced)."""
         self.delete(record.namespace, record.key, keep_place=True)
         if self.rows is not None:
             for path, vector in vectors:
-                record.fields[path] = self.rows.add(vector)
+                record.fields[path] = self.rows.add(vector, record)
         self.by_ns.setdefault(record.namespace, {})[record.key] = record
+        self.ordered[(record.namespace, record.key)] = record
 
     def delete(self, namespace: tuple[str, ...], key: str, *, keep_place: bool = False) -> None:
         items = self.by_ns.get(namespace)
@@ -135,6 +148,7 @@ class Mirror(Source):
                 self.rows.remove(row)
         if not keep_place:
             del items[key]
+            del self.ordered[(namespace, key)]
             if not items:
                 del self.by_ns[namespace]
 

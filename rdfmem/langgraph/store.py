@@ -37,7 +37,7 @@ from pyoxigraph import NamedNode
 from ..errors import InvalidTerm, InvalidValue
 from ..keys import dumps, loads
 from ..store import RdfStore
-from .ranking import rank
+from .ranking import rank, rank_rows
 from .records import Record, namespace_matches
 from .requests import ItemWrite, delete_request, put_request, refresh_request
 from .sources import Mirror, Remote, Source
@@ -381,15 +381,7 @@ class RdfBaseStore(BaseStore):
                     results.append(_item(record))
                 elif isinstance(op, SearchOp):
                     query = query_vectors.get(op.query) if op.query else None
-                    records, rows = source.under(op.namespace_prefix, vectors=query is not None)
-                    ranked = rank(
-                        (r for r in records if not self._hidden(r, now)),
-                        filter=op.filter,
-                        limit=op.limit,
-                        offset=op.offset,
-                        query=query,
-                        rows=rows,
-                    )
+                    ranked = self._search(source, op, query, now)
                     for record, _ in ranked:
                         touch(record, op.refresh_ttl)
                     results.append([_search_item(r, score) for r, score in ranked])
@@ -399,6 +391,33 @@ class RdfBaseStore(BaseStore):
                     results.append(None)
             self._apply(plan, per_item, refresh, now)
         return results
+
+    def _search(
+        self, source: Source, op: SearchOp, query: Any, now: datetime
+    ) -> list[tuple[Record, float | None]]:
+        prefix = op.namespace_prefix
+        mirror = self._mirror
+        if query is not None and not op.filter and mirror is not None and mirror.rows:
+            names = mirror.matching(prefix)
+            if mirror.count(names) * 8 >= len(mirror.rows):  # most rows are candidates
+                wanted = set(names)
+                return rank_rows(
+                    mirror.rows,
+                    query,
+                    accept=lambda r: r.namespace in wanted and not self._hidden(r, now),
+                    limit=op.limit,
+                    offset=op.offset,
+                    unscored=lambda: source.under(prefix, vectors=False)[0],
+                )
+        records, rows = source.under(prefix, vectors=query is not None)
+        return rank(
+            (r for r in records if not self._hidden(r, now)),
+            filter=op.filter,
+            limit=op.limit,
+            offset=op.offset,
+            query=query,
+            rows=rows,
+        )
 
     def _apply(
         self,
@@ -413,9 +432,8 @@ class RdfBaseStore(BaseStore):
             if text is None:
                 deletes.append(key)
                 continue
-            expires = None if op.ttl is None else now + timedelta(minutes=op.ttl)
             vectors = [(path, vector_literal(v)) for path, v in per_item.get(key, [])]
-            writes.append(ItemWrite(key[0], key[1], text, now, expires, op.ttl, vectors))
+            writes.append(ItemWrite.of(key[0], key[1], text, now, ttl=op.ttl, vectors=vectors))
         expiries = [value for key, value in refresh.items() if key not in plan.puts]
         parts = []
         if writes or deletes:

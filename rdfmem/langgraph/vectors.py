@@ -48,12 +48,14 @@ class VectorRows:
         self._matrix: Vector = np.zeros((capacity, dims), dtype=np.float32)
         self._size = 0
         self._free: list[int] = []
+        #: What each row belongs to (None for a free row).
+        self.owners: list[Any] = []
 
     def __len__(self) -> int:
         return self._size - len(self._free)
 
-    def add(self, vector: Sequence[float] | NDArray[Any] | Literal) -> int:
-        """Store a vector (normalised; a zero vector scores 0) and return its row."""
+    def add(self, vector: Sequence[float] | NDArray[Any] | Literal, owner: Any = None) -> int:
+        """Store a vector (normalised; a zero vector scores 0) of ``owner``; returns its row."""
         values = literal_vector(vector) if isinstance(vector, Literal) else as_vector(vector)
         if self._free:
             row = self._free.pop()
@@ -64,13 +66,21 @@ class VectorRows:
                 self._matrix = grown
             row = self._size
             self._size += 1
+            self.owners.append(None)
         self._matrix[row] = _unit(values)
+        self.owners[row] = owner
         return row
 
     def remove(self, row: int) -> None:
         """Forget a row (it scores 0 until reused)."""
         self._matrix[row] = 0.0
+        self.owners[row] = None
         self._free.append(row)
+
+    def all_scores(self, query: Sequence[float] | NDArray[Any]) -> Vector:
+        """Cosine similarity of ``query`` with every row (free rows score 0)."""
+        scores: Vector = self._matrix[: self._size] @ _unit(as_vector(query))
+        return scores
 
     def scores(self, rows: NDArray[np.intp], query: Sequence[float] | NDArray[Any]) -> Vector:
         """Cosine similarity of ``query`` with each of ``rows``, in their order."""
