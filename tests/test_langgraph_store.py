@@ -273,3 +273,13 @@ def test_async_twins(store: RdfStore) -> None:
         assert await lg.aget(("a", "b"), "k") is None
 
     asyncio.run(main())
+
+
+def test_every_term_written_is_in_the_vocabulary() -> None:
+    from rdfmem.langgraph import vocab
+
+    declared = {str(s) for s in rdflib.Graph().parse(ontology_path() / "rdfmem.ttl").subjects()}
+    used = [vocab.ITEM, vocab.VECTOR, vocab.NAMESPACE, vocab.KEY, vocab.VALUE, vocab.EXPIRES]
+    used += [vocab.TTL_MINUTES, vocab.VECTOR_OF, vocab.FIELD]
+    assert [t.value for t in used if t.value not in declared] == []
+    assert vocab.DEFAULT_GRAPH in declared
