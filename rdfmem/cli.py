@@ -679,10 +679,16 @@ def _nodes_per_type(store: RdfStore) -> list[tuple[str, int]]:
 # -- MCP (rdfmem.mcp) ----------------------------------------------------------------------
 
 
-def _mcp_store(spec: str) -> RdfStore:
-    """The store ``rdfmem mcp`` serves; a held on-disk store says how to share it."""
+def _mcp_store(spec: str, update_url: str | None = None, *, create: bool = True) -> RdfStore:
+    """The store ``rdfmem mcp`` serves; a held on-disk store says how to share it. On a
+    SPARQL server, updates go to ``update_url``, else to the query URL with a last
+    ``/query`` made ``/update`` (Oxigraph server, Fuseki), else to the query URL."""
+    if spec.startswith(("http://", "https://")):
+        if update_url is None and spec.rstrip("/").endswith("/query"):
+            update_url = spec.rstrip("/")[: -len("query")] + "update"
+        return RdfStore.connect(spec, update_url)
     try:
-        return open_store(spec, create=True)
+        return open_store(spec, create=create)
     except click.ClickException as exc:
         if isinstance(exc.__cause__, StoreAlreadyOpen):
             raise click.ClickException(
@@ -702,6 +708,7 @@ def _mcp_store(spec: str) -> RdfStore:
 @click.option("--project", metavar="NAME", help="Keep this project's memory apart.")
 @click.option("--query-timeout", default=10.0, show_default=True, type=click.FloatRange(0.001))
 @click.option("--max-rows", default=1000, show_default=True, type=click.IntRange(min=1))
+@click.option("--update-url", metavar="URL", help="SPARQL Update URL of a server STORE.")
 def mcp_command(
     store: str,
     use_http: bool,
@@ -710,6 +717,7 @@ def mcp_command(
     project: str | None,
     query_timeout: float,
     max_rows: int,
+    update_url: str | None,
 ) -> None:
     """Serve STORE to agents over the Model Context Protocol: a drop-in for the official
     memory server (same nine tools), plus rdfmem's memories, decisions and SPARQL.
@@ -730,7 +738,7 @@ def mcp_command(
     if project is not None and not project:
         raise click.UsageError("--project takes a non-empty name")
     spec = str(Path(store).expanduser()) if "://" not in store else store
-    opened = _mcp_store(spec)
+    opened = _mcp_store(spec, update_url)
     services = Services(opened, project, query_timeout=query_timeout, max_rows=max_rows)
     try:
         if use_http:
@@ -740,6 +748,16 @@ def mcp_command(
             serve_stdio(services)
     finally:
         opened.close()
+
+
+@contextmanager
+def _store_errors(store: RdfStore) -> Iterator[RdfStore]:
+    try:
+        yield store
+    except RdfMemError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        store.close()
 
 
 @cli.command("import")
@@ -760,7 +778,8 @@ def import_(store: str, file: Path, project: str | None) -> None:
         model = read_jsonl(file.read_text(encoding="utf-8"), source=str(file))
     except (RdfMemError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"nothing imported: {exc}") from exc
-    with _store(store, create=True) as opened:
+    opened = _mcp_store(store)
+    with _store_errors(opened):
         graph = KnowledgeGraph(opened, project)
         entities, observations, relations = graph.import_model(model, Client("rdfmem import"))
     click.echo(
@@ -783,7 +802,7 @@ def export_jsonl(store: str, output: Path | None, project: str | None) -> None:
     """
     from .mcp import KnowledgeGraph, write_jsonl
 
-    with _store(store) as opened:
+    with _store_errors(_mcp_store(store, create=False)) as opened:
         text = write_jsonl(KnowledgeGraph(opened, project).model())
     if output is None:
         click.echo(text, nl=False)
