@@ -94,6 +94,9 @@ def test_an_update_keeps_created_and_moves_updated(store: RdfStore) -> None:
     # Seen the same by another object reading the store afresh.
     again = RdfBaseStore(store).get(("n",), "k")
     assert again is not None and again.created_at == first.created_at
+    item = "urn:rdfmem:langgraph:item:n:k"
+    for predicate in ["http://purl.org/dc/terms/created", "https://w3id.org/rdfmem#value"]:
+        assert store.count(subject=item, predicate=predicate) == 1
 
 
 def test_delete_namespace_removes_the_prefix_and_below_only(store: RdfStore) -> None:

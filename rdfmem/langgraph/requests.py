@@ -65,6 +65,10 @@ class ItemWrite:
     ttl: float | None
     vectors: Sequence[tuple[str, Literal]]
     subject: NamedNode
+    #: The item's creation time when the writer knows it (None: keep the stored one, or
+    #: ``now`` for a new item), and whether an older version may be stored.
+    created: datetime | None = None
+    replaces: bool = True
 
     @classmethod
     def of(
@@ -76,11 +80,16 @@ class ItemWrite:
         *,
         ttl: float | None = None,
         vectors: Sequence[tuple[str, Literal]] = (),
+        created: datetime | None = None,
+        replaces: bool = True,
     ) -> ItemWrite:
-        """The write of one item at ``now`` (expiring ``ttl`` minutes later when given)."""
+        """The write of one item at ``now`` (expiring ``ttl`` minutes later when given).
+
+        A writer that knows the item's creation time (and whether it is stored at all)
+        says so with ``created`` and ``replaces``, and the request is a plain insert."""
         expires = None if ttl is None else now + timedelta(minutes=ttl)
         subject = item_iri(namespace, key)
-        return cls(namespace, key, text, now, expires, ttl, vectors, subject)
+        return cls(namespace, key, text, now, expires, ttl, vectors, subject, created, replaces)
 
 
 def _values(subjects: Sequence[NamedNode]) -> str:
@@ -117,6 +126,8 @@ def _item_lines(write: ItemWrite) -> list[str]:
         line(s, VALUE, Literal(write.text, datatype=RDF_JSON)),
         line(s, MODIFIED, datetime_literal(write.now)),
     ]
+    if write.created is not None:
+        lines.append(line(s, CREATED, datetime_literal(write.created)))
     if write.expires is not None and write.ttl is not None:
         lines.append(line(s, EXPIRES, datetime_literal(write.expires)))
         lines.append(line(s, TTL_MINUTES, Literal(repr(float(write.ttl)), datatype=_XSD_DOUBLE)))
@@ -136,17 +147,21 @@ def put_request(graph: NamedNode, writes: Sequence[ItemWrite], deletes: Sequence
     parts = []
     if deletes:
         parts.append(delete_request(graph, deletes))
-    if writes:
-        subjects = [w.subject for w in writes]
-        parts.append(_drop(graph, subjects, keep_created=True))
+    unknown = [w for w in writes if w.created is None]
+    if unknown:
+        parts.append(_drop(graph, [w.subject for w in unknown], keep_created=True))
         created = " ".join(
-            f"({sparql_term(w.subject)} {sparql_term(datetime_literal(w.now))})" for w in writes
+            f"({sparql_term(w.subject)} {sparql_term(datetime_literal(w.now))})" for w in unknown
         )
         parts.append(
             f"INSERT {{ GRAPH {g} {{ ?s {sparql_term(CREATED)} ?now }} }}\n"
             f"WHERE {{ VALUES (?s ?now) {{ {created} }} "
             f"FILTER NOT EXISTS {{ GRAPH {g} {{ ?s {sparql_term(CREATED)} ?c }} }} }}"
         )
+    replaced = [w.subject for w in writes if w.created is not None and w.replaces]
+    if replaced:
+        parts.append(_drop(graph, replaced, keep_created=False))
+    if writes:
         body = "\n".join(line for w in writes for line in _item_lines(w))
         parts.append(f"INSERT DATA {{ GRAPH {g} {{\n{body}\n}} }}")
     return " ;\n".join(parts)

@@ -433,7 +433,22 @@ class RdfBaseStore(BaseStore):
                 deletes.append(key)
                 continue
             vectors = [(path, vector_literal(v)) for path, v in per_item.get(key, [])]
-            writes.append(ItemWrite.of(key[0], key[1], text, now, ttl=op.ttl, vectors=vectors))
+            created, replaces = None, True
+            if self._mirror is not None:  # it knows exactly what the graph holds
+                old = self._mirror.get(*key)
+                created, replaces = (now, False) if old is None else (old.created, True)
+            writes.append(
+                ItemWrite.of(
+                    key[0],
+                    key[1],
+                    text,
+                    now,
+                    ttl=op.ttl,
+                    vectors=vectors,
+                    created=created,
+                    replaces=replaces,
+                )
+            )
         expiries = [value for key, value in refresh.items() if key not in plan.puts]
         parts = []
         if writes or deletes:
