@@ -326,7 +326,7 @@ class KnowledgeGraph:
                 self._write(client.quads(self.graph) + quads)
             if self._mirrored:
                 for name, texts in seen.items():
-                    model.entities[name].observations = texts
+                    model.entities[name].set_observations(texts)
         return results
 
     def delete_entities(self, names: Sequence[str]) -> None:
@@ -341,7 +341,7 @@ class KnowledgeGraph:
                     iri = entity_iri(self.graph, name)
                     subjects.append(iri)
                     subjects += [observation_iri(iri, t) for t in entity.observations]
-            gone = [r for k, r in model.relations.items() if k[0] in wanted or k[1] in wanted]
+            gone = model.touching(wanted)
             subjects += [self._relation_iri(r) for r in gone]
             if subjects:
                 self._write([], update=self._delete_subjects(subjects))
@@ -372,7 +372,7 @@ class KnowledgeGraph:
             if self._mirrored:
                 for name, gone in dropped.items():
                     entity = model.entities[name]
-                    entity.observations = [o for o in entity.observations if o not in gone]
+                    entity.set_observations([o for o in entity.observations if o not in gone])
 
     def delete_relations(self, relations: Sequence[Mapping[str, Any]]) -> None:
         """Delete relations (same ends and type); missing ones are ignored."""
@@ -384,7 +384,7 @@ class KnowledgeGraph:
                 self._write([], update=self._delete_subjects(subjects))
             if self._mirrored:
                 for r in gone:
-                    del model.relations[r.key]
+                    model.remove_relation(r.key)
 
     def _relation_iri(self, r: Relation) -> NamedNode:
         return relation_iri(self.graph, r.source, r.relation_type, r.target)
@@ -426,7 +426,7 @@ class KnowledgeGraph:
                 for entity in new:
                     current.add_entity(entity)
                 for name, texts in seen.items():
-                    current.entities[name].observations = texts
+                    current.entities[name].set_observations(texts)
                 for r in related:
                     current.add_relation(r)
         return len(new), observations, len(related)

@@ -65,7 +65,8 @@ def read_jsonl(text: str, *, source: str = "") -> Model:
             if old is None:
                 model.add_entity(Entity(name, entity_type, list(dict.fromkeys(observations))))
             else:
-                old.observations += [o for o in observations if o not in old.observations]
+                more = [o for o in dict.fromkeys(observations) if o not in old.observations]
+                old.set_observations(old.observations + more)
         elif kind == "relation":
             source_, target, relation_type = (
                 _string(item, k, "a relation", where) for k in _RELATION_FIELDS

@@ -46,11 +46,17 @@ RelationKey = tuple[str, str, str]
 
 @dataclass
 class Entity:
-    """An entity: its name, its type and its observations in the order they were added."""
+    """An entity: its name, its type and its observations in the order they were added.
+    Change the observations with ``set_observations`` (the search text is cached)."""
 
     name: str
     entity_type: str
     observations: list[str] = field(default_factory=list)
+    _haystack: str | None = field(default=None, repr=False, compare=False)
+
+    def set_observations(self, observations: list[str]) -> None:
+        self.observations = observations
+        self._haystack = None
 
     def to_json(self) -> dict[str, Any]:
         """The official server's shape: ``name``, ``entityType``, ``observations``."""
@@ -62,11 +68,16 @@ class Entity:
 
     def matches(self, lowered: str) -> bool:
         """True when ``lowered`` is in the name, type or an observation, case ignored."""
-        return (
-            lowered in self.name.lower()
-            or lowered in self.entity_type.lower()
-            or any(lowered in o.lower() for o in self.observations)
-        )
+        if "\x00" in lowered:  # the cached text joins the parts with NUL
+            return (
+                lowered in self.name.lower()
+                or lowered in self.entity_type.lower()
+                or any(lowered in o.lower() for o in self.observations)
+            )
+        if self._haystack is None:
+            parts = [self.name, self.entity_type, *self.observations]
+            self._haystack = "\x00".join(p.lower() for p in parts)
+        return lowered in self._haystack
 
 
 @dataclass(frozen=True)
@@ -87,35 +98,71 @@ class Relation:
 
 
 class Model:
-    """Entities by name and relations by key, each in creation order."""
+    """Entities by name and relations by key, each in creation order, with the relations
+    indexed by their ends."""
 
     def __init__(self) -> None:
         self.entities: dict[str, Entity] = {}
         self.relations: dict[RelationKey, Relation] = {}
+        self._order: dict[RelationKey, int] = {}
+        self._by_end: dict[str, set[RelationKey]] = {}
+        self._rank: dict[str, int] = {}
+        self._next = 0
 
     def add_entity(self, entity: Entity) -> None:
+        if entity.name not in self._rank:
+            self._rank[entity.name] = self._next
+            self._next += 1
         self.entities[entity.name] = entity
 
     def add_relation(self, relation: Relation) -> None:
-        self.relations[relation.key] = relation
+        key = relation.key
+        if key in self.relations:
+            return
+        self.relations[key] = relation
+        self._order[key] = self._next
+        self._next += 1
+        self._by_end.setdefault(key[0], set()).add(key)
+        self._by_end.setdefault(key[1], set()).add(key)
+
+    def remove_relation(self, key: RelationKey) -> None:
+        if self.relations.pop(key, None) is None:
+            return
+        del self._order[key]
+        for end in (key[0], key[1]):
+            keys = self._by_end.get(end)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_end[end]
+
+    def touching(self, names: Iterable[str]) -> list[Relation]:
+        """The relations with at least one end in ``names``, in creation order."""
+        keys: set[RelationKey] = set()
+        for name in names:
+            keys.update(self._by_end.get(name, ()))
+        return [self.relations[k] for k in sorted(keys, key=self._order.__getitem__)]
 
     def remove_entity(self, name: str) -> None:
         """Forget entity ``name`` and every relation with an end at it."""
         self.entities.pop(name, None)
-        for key in [k for k in self.relations if name in (k[0], k[1])]:
-            del self.relations[key]
+        self._rank.pop(name, None)
+        for relation in self.touching([name]):
+            self.remove_relation(relation.key)
 
     def subgraph(self, names: Iterable[str]) -> Model:
         """The named entities (in creation order) and the relations touching them."""
         wanted = set(names)
         part = Model()
-        for name, entity in self.entities.items():
-            if name in wanted:
-                part.entities[name] = entity
-        found = set(part.entities)
-        for key, relation in self.relations.items():
-            if key[0] in found or key[1] in found:
-                part.relations[key] = relation
+        if len(wanted) * 4 < len(self.entities):
+            found = [self.entities[n] for n in wanted if n in self.entities]
+            found.sort(key=lambda e: self._rank[e.name])
+        else:
+            found = [e for n, e in self.entities.items() if n in wanted]
+        for entity in found:
+            part.entities[entity.name] = entity
+        for relation in self.touching(part.entities):
+            part.add_relation(relation)
         return part
 
     def search(self, query: str) -> Model:
