@@ -309,6 +309,9 @@ _QUERY_FORMATS = ["table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "j
 @click.option(
     "-o", "--output", type=click.Choice(_QUERY_FORMATS), default="table", show_default=True
 )
+@click.option(
+    "--allow-network", is_flag=True, help="Let SERVICE reach the network (refused by default)."
+)
 def query(
     store: str,
     sparql: str | None,
@@ -316,6 +319,7 @@ def query(
     named: str | None,
     param: tuple[str, ...],
     output: str,
+    allow_network: bool,
 ) -> None:
     """Run a SPARQL query (or a named query) on STORE and print the result.
 
@@ -351,7 +355,7 @@ def query(
             raise click.UsageError("--param goes with --named")
         text = _text_arg(sparql, file, "query")
     with _store(store) as opened:
-        result = opened.query(text, bindings=bindings)
+        result = opened.query(text, bindings=bindings, allow_network=allow_network)
         _write_result(result, output, opened)
 
 
@@ -362,7 +366,14 @@ def query(
 @click.option(
     "--token", envvar="RDFMEM_TOKEN", help="Bearer token for a served store (env RDFMEM_TOKEN)."
 )
-def update(store: str, sparql: str | None, file: Path | None, token: str | None) -> None:
+@click.option(
+    "--allow-network",
+    is_flag=True,
+    help="Let LOAD and SERVICE reach the network (refused by default).",
+)
+def update(
+    store: str, sparql: str | None, file: Path | None, token: str | None, allow_network: bool
+) -> None:
     """Run a SPARQL 1.1 Update on STORE (all of it or none of it).
 
     \b
@@ -372,7 +383,7 @@ def update(store: str, sparql: str | None, file: Path | None, token: str | None)
     """
     text = _text_arg(sparql, file, "update")
     with _store(store, create=True, token=token) as opened:
-        opened.sparql_update(text)
+        opened.sparql_update(text, allow_network=allow_network)
     click.echo("OK", err=True)
 
 

@@ -362,3 +362,11 @@ def test_both_embedded_backends_refuse_the_same_escape_outside_strings() -> None
     for backend in (OxigraphBackend(), RdflibBackend()):
         with pytest.raises(QueryError):
             RdfStore(backend=backend).query("SEL\\u0045CT * WHERE { ?s ?p ?o }")
+
+
+def test_cli_allow_network_opts_in(listener: Listener) -> None:
+    text = _fetching_queries(listener.url)[0]
+    result = CliRunner().invoke(cli, ["query", ":memory:", "--allow-network", text])
+    assert result.exit_code == 1  # the listener is no SPARQL endpoint
+    assert "Traceback" not in result.output
+    assert listener.connections >= 1
