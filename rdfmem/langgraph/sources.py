@@ -23,7 +23,20 @@ from ..terms import sparql_term
 from .records import Record, record_from_properties, split_namespace, vector_owner
 from .requests import namespace_filter
 from .vectors import FLOAT32_VECTOR, VectorRows, literal_vector
-from .vocab import FIELD, ITEM, NAMESPACE, RDF_TYPE, VECTOR_OF, item_iri
+from .vocab import (
+    CREATED,
+    EXPIRES,
+    FIELD,
+    ITEM,
+    KEY,
+    MODIFIED,
+    NAMESPACE,
+    RDF_TYPE,
+    TTL_MINUTES,
+    VALUE,
+    VECTOR_OF,
+    item_iri,
+)
 
 __all__ = ["Mirror", "Remote", "Source"]
 
@@ -170,22 +183,39 @@ class Remote(Source):
     def under(
         self, prefix: tuple[str, ...], *, vectors: bool
     ) -> tuple[Iterator[Record], VectorRows | None]:
+        """Two queries, one row per item and one per vector."""
         g = sparql_term(self.graph)
         items = (
             f"?s {sparql_term(RDF_TYPE)} {sparql_term(ITEM)} ; "
             f"{sparql_term(NAMESPACE)} ?ns . {namespace_filter('ns', prefix)}"
         )
-        result = self.store.query(f"SELECT ?s ?p ?o WHERE {{ GRAPH {g} {{ {items} ?s ?p ?o }} }}")
-        props = _group((r["s"], r["p"], r["o"]) for r in _rows(result))
-        if vectors and self.dims:
-            result = self.store.query(
-                f"SELECT ?v ?p ?o WHERE {{ GRAPH {g} {{ {items} "
-                f"?v {sparql_term(VECTOR_OF)} ?s ; ?p ?o . "
-                f"FILTER(?p IN ({sparql_term(VECTOR_OF)}, {sparql_term(FIELD)}, "
-                f"{sparql_term(EMBEDDING)})) }} }}"
-            )
-            props.update(_group((r["v"], r["p"], r["o"]) for r in _rows(result)))
+        columns = [(KEY, "k"), (VALUE, "v"), (CREATED, "c"), (MODIFIED, "m")]
+        optional = [(EXPIRES, "e"), (TTL_MINUTES, "t")]
+        body = " ".join(f"?s {sparql_term(p)} ?{name} ." for p, name in columns)
+        body += " ".join(f" OPTIONAL {{ ?s {sparql_term(p)} ?{name} }}" for p, name in optional)
+        result = self.store.query(
+            f"SELECT ?s ?ns ?k ?v ?c ?m ?e ?t WHERE {{ GRAPH {g} {{ {items} {body} }} }}"
+        )
+        props: dict[str, dict[str, list[Any]]] = {}
+        names = [(NAMESPACE, "ns"), *columns, *optional]
+        type_of = [ITEM]
+        for row in _rows(result):
+            found = {p.value: [row[name]] for p, name in names if name in row}
+            found[RDF_TYPE.value] = type_of
+            props[row["s"].value] = found
         rows = VectorRows(self.dims) if vectors and self.dims else None
+        if rows is not None:
+            result = self.store.query(
+                f"SELECT ?s ?f ?x WHERE {{ GRAPH {g} {{ {items} "
+                f"?v {sparql_term(VECTOR_OF)} ?s ; {sparql_term(FIELD)} ?f ; "
+                f"{sparql_term(EMBEDDING)} ?x }} }}"
+            )
+            for i, row in enumerate(_rows(result)):
+                props[f"_:{i}"] = {
+                    VECTOR_OF.value: [row["s"]],
+                    FIELD.value: [row["f"]],
+                    EMBEDDING.value: [row["x"]],
+                }
         records = build(props, rows)
         return iter(sorted(records.values(), key=lambda r: r.order)), rows
 
