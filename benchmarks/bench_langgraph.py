@@ -209,6 +209,8 @@ def main() -> None:
     sizes = [200, 1000] if args.quick else [1000, 20000]
     searches = 10 if args.quick else 40
     table: dict[tuple[str, int], dict[str, float]] = {}
+    for name in CONTENDERS:  # warm up: imports, first-call caches, the server's start
+        measure(name, 100, 5)
     for n in sizes:
         for name in CONTENDERS:
             if name == REMOTE and n > REMOTE_UP_TO:
