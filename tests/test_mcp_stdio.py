@@ -4,8 +4,10 @@ resource, bad input, one owner per on-disk store, and the JSONL import/export co
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +291,44 @@ def test_without_the_sdk_the_command_says_what_to_install() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "pip install 'rdfmem[mcp]'" in done.stderr
+
+
+def test_subscribers_hear_that_the_graph_changed_and_clients_are_credited() -> None:
+    from mcp import ClientSession, MCPDeprecationWarning, stdio_client
+    from mcp.types import Implementation, ResourceUpdatedNotification
+
+    heard: list[str] = []
+
+    async def handler(message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            heard.append(str(message.params.uri))
+
+    async def main() -> None:
+        with open(os.devnull, "w") as devnull:
+            async with (
+                stdio_client(rdfmem_params(":memory:"), errlog=devnull) as (read, write),
+                ClientSession(
+                    read, write, message_handler=handler,
+                    client_info=Implementation(name="test-host", version="9.1"),
+                ) as s,
+            ):  # fmt: skip
+                await s.initialize()
+                with warnings.catch_warnings():  # the protocol version the official server
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)  # speaks has it
+                    await s.subscribe_resource("memory://knowledge-graph")
+                alice = {"name": "Alice", "entityType": "person", "observations": ["a"]}
+                ok(await call(s, "create_entities", {"entities": [alice]}))
+                ok(await call(s, "read_graph", {}))
+                with anyio.fail_after(10):
+                    while not heard:
+                        await anyio.sleep(0.01)
+                assert heard == ["memory://knowledge-graph"]
+                query = (
+                    "PREFIX prov: <http://www.w3.org/ns/prov#> SELECT ?label WHERE { GRAPH ?g "
+                    "{ ?e prov:wasAttributedTo ?who . ?who "
+                    "<http://www.w3.org/2000/01/rdf-schema#label> ?label } }"
+                )
+                rows = ok(await call(s, "sparql_query", {"query": query}))["rows"]
+                assert {r["label"] for r in rows} == {'"test-host 9.1"'}
+
+    anyio.run(main)

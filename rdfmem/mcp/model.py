@@ -66,6 +66,13 @@ class Entity:
             "observations": list(self.observations),
         }
 
+    def haystack(self) -> str:
+        """Name, type and observations lower-cased, joined by NUL (cached)."""
+        if self._haystack is None:
+            parts = [self.name, self.entity_type, *self.observations]
+            self._haystack = "\x00".join(p.lower() for p in parts)
+        return self._haystack
+
     def matches(self, lowered: str) -> bool:
         """True when ``lowered`` is in the name, type or an observation, case ignored."""
         if "\x00" in lowered:  # the cached text joins the parts with NUL
@@ -74,10 +81,7 @@ class Entity:
                 or lowered in self.entity_type.lower()
                 or any(lowered in o.lower() for o in self.observations)
             )
-        if self._haystack is None:
-            parts = [self.name, self.entity_type, *self.observations]
-            self._haystack = "\x00".join(p.lower() for p in parts)
-        return lowered in self._haystack
+        return lowered in self.haystack()
 
 
 @dataclass(frozen=True)
@@ -169,7 +173,14 @@ class Model:
         """Entities whose name, type or an observation holds ``query`` (case ignored), and
         the relations touching them."""
         lowered = query.lower()
-        return self.subgraph(e.name for e in self.entities.values() if e.matches(lowered))
+        if "\x00" in lowered:
+            return self.subgraph(e.name for e in self.entities.values() if e.matches(lowered))
+        found = [
+            e.name
+            for e in self.entities.values()
+            if lowered in (e._haystack if e._haystack is not None else e.haystack())
+        ]
+        return self.subgraph(found)
 
     def to_json(self) -> dict[str, Any]:
         """``{"entities": [...], "relations": [...]}``, as the official server answers."""

@@ -91,7 +91,7 @@ def build_server(services: Services) -> Server[Any]:
     """An MCP server over ``services`` (one store, one project)."""
     by_name = {spec.name: spec for spec in TOOLS}
     listing = [_tool(spec) for spec in TOOLS]
-    subscribers: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+    subscribers: weakref.WeakSet[Any] = weakref.WeakSet()
     check = services.limits
 
     async def list_tools(
@@ -158,13 +158,13 @@ def build_server(services: Services) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         if str(params.uri) == RESOURCE_URI:
-            subscribers.add(ctx.session)
+            subscribers.add(_connection(ctx))
         return types.EmptyResult()
 
     async def unsubscribe(
         ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
-        subscribers.discard(ctx.session)
+        subscribers.discard(_connection(ctx))
         return types.EmptyResult()
 
     return Server(
@@ -180,12 +180,19 @@ def build_server(services: Services) -> Server[Any]:
     )
 
 
-async def _notify(subscribers: weakref.WeakSet[ServerSession]) -> None:
-    for session in list(subscribers):
+def _connection(ctx: ServerRequestContext[Any]) -> Any:
+    """The client's connection: it outlives the request's ``ServerSession`` (one per
+    request in the SDK), and sends notifications on the client's standalone channel."""
+    session: ServerSession = ctx.session
+    return getattr(session, "_connection", session)
+
+
+async def _notify(subscribers: weakref.WeakSet[Any]) -> None:
+    for connection in list(subscribers):
         try:
-            await session.send_resource_updated(RESOURCE_URI)
+            await connection.send_resource_updated(RESOURCE_URI)
         except Exception:  # a client gone away: forget it
-            subscribers.discard(session)
+            subscribers.discard(connection)
 
 
 def serve_stdio(services: Services) -> None:
