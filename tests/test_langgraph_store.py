@@ -286,3 +286,25 @@ def test_every_term_written_is_in_the_vocabulary() -> None:
     used += [vocab.TTL_MINUTES, vocab.VECTOR_OF, vocab.FIELD]
     assert [t.value for t in used if t.value not in declared] == []
     assert vocab.DEFAULT_GRAPH in declared
+
+
+def test_a_sweep_spares_an_item_refreshed_since_it_was_read(store: RdfStore) -> None:
+    from datetime import datetime, timezone
+
+    from pyoxigraph import NamedNode
+
+    from rdfmem.langgraph.requests import delete_request
+    from rdfmem.langgraph.vocab import DEFAULT_GRAPH, item_iri
+
+    lg = indexed(store)
+    lg.put(("t",), "fresh", {"text": "read by another client"}, ttl=60)
+    # A sweeper that saw the item expired deletes it only if it is still expired.
+    store.sparql_update(
+        delete_request(
+            NamedNode(DEFAULT_GRAPH),
+            [item_iri(("t",), "fresh")],
+            expired_before=datetime.now(timezone.utc),
+        )
+    )
+    assert lg.get(("t",), "fresh") is not None
+    assert [i.key for i in lg.search(("t",), query="another client")] == ["fresh"]

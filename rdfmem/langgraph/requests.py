@@ -8,9 +8,9 @@ runs atomically: an item's old triples and vectors go, its new ones come, and it
 >>> from pyoxigraph import NamedNode
 >>> request = delete_request(NamedNode("urn:g"), [NamedNode("urn:i")])
 >>> print(request)  # doctest: +NORMALIZE_WHITESPACE
-DELETE { GRAPH <urn:g> { ?s ?p ?o } } WHERE { VALUES ?s { <urn:i> } GRAPH <urn:g> { ?s ?p ?o } } ;
 DELETE { GRAPH <urn:g> { ?v ?p ?o } }
-WHERE { VALUES ?s { <urn:i> } GRAPH <urn:g> { ?v <https://w3id.org/rdfmem#vectorOf> ?s ; ?p ?o } }
+WHERE { VALUES ?s { <urn:i> } GRAPH <urn:g> { ?v <https://w3id.org/rdfmem#vectorOf> ?s ; ?p ?o } } ;
+DELETE { GRAPH <urn:g> { ?s ?p ?o } } WHERE { VALUES ?s { <urn:i> } GRAPH <urn:g> { ?s ?p ?o } }
 """
 
 from __future__ import annotations
@@ -96,21 +96,34 @@ def _values(subjects: Sequence[NamedNode]) -> str:
     return " ".join(sparql_term(s) for s in subjects)
 
 
-def _drop(graph: NamedNode, subjects: Sequence[NamedNode], *, keep_created: bool) -> str:
+def _drop(
+    graph: NamedNode,
+    subjects: Sequence[NamedNode],
+    *,
+    keep_created: bool,
+    expired_before: datetime | None = None,
+) -> str:
     g, values = sparql_term(graph), _values(subjects)
     keep = f" FILTER(?p != {sparql_term(CREATED)})" if keep_created else ""
+    expired = ""
+    if expired_before is not None:
+        moment = sparql_term(datetime_literal(expired_before))
+        expired = f"?s {sparql_term(EXPIRES)} ?expires FILTER(?expires < {moment}) "
     return (
-        f"DELETE {{ GRAPH {g} {{ ?s ?p ?o }} }} "
-        f"WHERE {{ VALUES ?s {{ {values} }} GRAPH {g} {{ ?s ?p ?o{keep} }} }} ;\n"
         f"DELETE {{ GRAPH {g} {{ ?v ?p ?o }} }}\n"
         f"WHERE {{ VALUES ?s {{ {values} }} "
-        f"GRAPH {g} {{ ?v {sparql_term(VECTOR_OF)} ?s ; ?p ?o }} }}"
+        f"GRAPH {g} {{ {expired}?v {sparql_term(VECTOR_OF)} ?s ; ?p ?o }} }} ;\n"
+        f"DELETE {{ GRAPH {g} {{ ?s ?p ?o }} }} "
+        f"WHERE {{ VALUES ?s {{ {values} }} GRAPH {g} {{ {expired}?s ?p ?o{keep} }} }}"
     )
 
 
-def delete_request(graph: NamedNode, subjects: Sequence[NamedNode]) -> str:
-    """Remove items and their vectors."""
-    return _drop(graph, subjects, keep_created=False)
+def delete_request(
+    graph: NamedNode, subjects: Sequence[NamedNode], *, expired_before: datetime | None = None
+) -> str:
+    """Remove items and their vectors (only those still expired at ``expired_before`` when
+    given: another client may have read, and so refreshed, one meanwhile)."""
+    return _drop(graph, subjects, keep_created=False, expired_before=expired_before)
 
 
 def _item_lines(write: ItemWrite) -> list[str]:

@@ -200,7 +200,8 @@ class RdfBaseStore(BaseStore):
         with self._critical():
             now = _CLOCK.now()
             records = self._source().under((), vectors=False)[0]
-            return self._delete([r for r in records if r.expires is not None and r.expires < now])
+            expired = [r for r in records if r.expires is not None and r.expires < now]
+            return self._delete(expired, expired_before=now)
 
     async def asweep_ttl(self) -> int:
         """Async ``sweep_ttl``."""
@@ -321,9 +322,10 @@ class RdfBaseStore(BaseStore):
         if self._mirror is not None:
             self._mirror.generation = self.store.backend.generation
 
-    def _delete(self, records: list[Record]) -> int:
+    def _delete(self, records: list[Record], *, expired_before: datetime | None = None) -> int:
         if records:
-            self._write(delete_request(self.graph, [item_iri(r.namespace, r.key) for r in records]))
+            subjects = [item_iri(r.namespace, r.key) for r in records]
+            self._write(delete_request(self.graph, subjects, expired_before=expired_before))
             if self._mirror is not None:
                 for r in records:
                     self._mirror.delete(r.namespace, r.key)
