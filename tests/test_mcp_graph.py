@@ -211,3 +211,19 @@ def test_a_broken_jsonl_line_is_named(line: str, message: str) -> None:
     good = '{"type":"entity","name":"A","entityType":"t","observations":[]}'
     with pytest.raises(FormatError, match=message):
         read_jsonl(f"{good}\n{line}\n")
+
+
+def test_writes_vouched_elsewhere_keep_the_mirror_and_others_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = RdfStore()
+    kg = KnowledgeGraph(store)
+    kg.create_entities([entity("Alice")])
+    scans: list[object] = []
+    real = store.triples
+    monkeypatch.setattr(store, "triples", lambda *a: scans.append(a) or real(*a))
+    with kg.writes_elsewhere():
+        store.set("note", 1)  # the key/value graph, not the knowledge graph
+    assert names(kg.read_graph()) == ["Alice"] and scans == []
+    store.set("note", 2)  # not vouched for: the graph is read again
+    assert names(kg.read_graph()) == ["Alice"] and len(scans) == 1

@@ -182,6 +182,29 @@ class KnowledgeGraph:
         with self._section() as model:
             return model.subgraph(names).to_json()
 
+    @contextmanager
+    def writes_elsewhere(self) -> Iterator[None]:
+        """A block whose writes (the caller vouches) leave this knowledge graph's named
+        graph alone, as a server's memory or decision tools do: the in-memory mirror stays
+        valid past them instead of being read again. A no-op on a SPARQL server.
+
+        >>> from rdfmem import RdfStore
+        >>> store = RdfStore()
+        >>> kg = KnowledgeGraph(store)
+        >>> kg.read_graph()
+        {'entities': [], 'relations': []}
+        >>> with kg.writes_elsewhere():
+        ...     store.set("note", "kept in the key/value graph")
+        """
+        if not self._mirrored:
+            yield
+            return
+        with self.store.exclusive(self.graph):
+            fresh = self._generation == self.store.backend.generation
+            yield
+            if fresh:
+                self._generation = self.store.backend.generation
+
     # -- writing --------------------------------------------------------------------------
 
     def _write(self, add: Sequence[Quad], remove: Sequence[Quad] = (), update: str = "") -> None:

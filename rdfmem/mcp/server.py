@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -33,7 +34,7 @@ from .kg_tools import KG_TOOLS, RESOURCE_URI, graph_text
 from .own_tools import OWN_TOOLS
 from .services import Services
 from .sparql import SPARQL_TOOL
-from .specs import Spec
+from .specs import Reply, Spec
 
 __all__ = ["TOOLS", "build_server", "serve_http", "serve_stdio"]
 
@@ -90,6 +91,7 @@ def _client(ctx: ServerRequestContext[Any]) -> Client:
 def build_server(services: Services) -> Server[Any]:
     """An MCP server over ``services`` (one store, one project)."""
     by_name = {spec.name: spec for spec in TOOLS}
+    kg_names = {spec.name for spec in KG_TOOLS}
     listing = [_tool(spec) for spec in TOOLS]
     subscribers: weakref.WeakSet[Any] = weakref.WeakSet()
     check = services.limits
@@ -110,8 +112,11 @@ def build_server(services: Services) -> Server[Any]:
         except ToolInputError as exc:
             return _error(f"Invalid arguments for tool {spec.name}: {exc}")
         client = _client(ctx)
+        run = spec.run
+        if spec.name not in kg_names and not spec.annotations["readOnlyHint"]:
+            run = _elsewhere(spec)
         try:
-            reply = await anyio.to_thread.run_sync(spec.run, services, arguments, client)
+            reply = await anyio.to_thread.run_sync(run, services, arguments, client)
         except (RdfMemError, pydantic.ValidationError) as exc:
             return _error(str(exc))
         except Exception as exc:  # a tool error, never a dead server
@@ -178,6 +183,17 @@ def build_server(services: Services) -> Server[Any]:
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
     )
+
+
+def _elsewhere(spec: Spec) -> Callable[[Services, dict[str, Any], Client], Reply]:
+    """``spec.run`` vouching that it leaves the knowledge graph alone (rdfmem's own tools
+    write other graphs), so the knowledge graph's mirror is not read again after it."""
+
+    def run(services: Services, arguments: dict[str, Any], client: Client) -> Reply:
+        with services.kg.writes_elsewhere():
+            return spec.run(services, arguments, client)
+
+    return run
 
 
 def _connection(ctx: ServerRequestContext[Any]) -> Any:
