@@ -23,6 +23,7 @@ from pyoxigraph import (
     serialize,
 )
 
+from .errors import QueryError
 from .formats import rdf_format, results_format
 
 __all__ = ["GraphResult", "SelectResult", "Row"]
@@ -52,18 +53,30 @@ class SelectResult(Sequence[Row]):
 
     @property
     def rows(self) -> list[Row]:
+        """The rows, read on first use.
+
+        Raises:
+            QueryError: evaluating the query failed while its solutions were read.
+        """
         if self._rows is None:
             raw, self._raw = self._raw, None
             names = self.variables
             rows: list[Row] = []
             if raw is not None:
-                for solution in raw:
-                    row: Row = {}
-                    for i, name in enumerate(names):
-                        term = solution[i]
-                        if term is not None:
-                            row[name] = term
-                    rows.append(row)
+                try:
+                    for solution in raw:
+                        row: Row = {}
+                        for i, name in enumerate(names):
+                            term = solution[i]
+                            if term is not None:
+                                row[name] = term
+                        rows.append(row)
+                except (OSError, RuntimeError, ValueError) as exc:
+                    # Solutions are computed as they are read: an evaluation error (a failed
+                    # SERVICE call …) surfaces here. Drop the solutions on this thread, as
+                    # pyoxigraph requires, before the error travels.
+                    del raw
+                    raise QueryError(f"SPARQL query failed: {exc}") from exc
             self._rows = rows
         return self._rows
 
