@@ -22,7 +22,7 @@ from pyoxigraph import (
 )
 
 from .backends.base import Backend
-from .errors import FormatError, InvalidTerm, NetworkAccessRefused
+from .errors import FormatError, InvalidTerm, NetworkAccessRefused, QueryError
 from .formats import rdf_format
 from .results import GraphResult, Row, SelectResult
 from .sparql_guard import find_forbidden
@@ -380,7 +380,11 @@ class TripleStore:
             return SelectResult(raw)
         if isinstance(raw, (bool, QueryBoolean)):
             return bool(raw)
-        triples = list(raw)
+        try:
+            triples = list(raw)
+        except (OSError, RuntimeError, ValueError) as exc:  # evaluated as it is read
+            del raw
+            raise QueryError(f"SPARQL query failed: {exc}") from exc
         del raw  # pyoxigraph results must be freed on the thread that made them
         return GraphResult(triples)
 

@@ -372,3 +372,10 @@ def test_cli_allow_network_opts_in(listener: Listener) -> None:
     assert isinstance(result.exception, SystemExit), result.exception
     assert result.output.startswith("Error: SPARQL query failed")
     assert listener.connections >= 1
+
+
+def test_a_failed_service_call_in_a_construct_is_a_query_error(listener: Listener) -> None:
+    text = f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ SERVICE <{listener.url}> {{ ?s ?p ?o }} }}"
+    with pytest.raises(QueryError):
+        RdfStore().query(text, allow_network=True)
+    assert listener.connections >= 1
