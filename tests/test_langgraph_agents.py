@@ -14,7 +14,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import IndexConfig
 from langgraph.warnings import LangGraphDeprecatedSinceV10
-from test_langgraph_store import THREADED
+from test_langgraph_store import no_pending_garbage, threaded  # noqa: F401
 
 from rdfmem import RdfStore
 from rdfmem.embeddings import HashingEmbedder
@@ -71,7 +71,7 @@ def build() -> Any:
     return builder
 
 
-@THREADED
+@threaded
 def test_a_compiled_graph_writes_and_reads_memories_through_the_store(store: RdfStore) -> None:
     lg = memory_store(store)
     graph = build().compile(store=lg)
@@ -90,7 +90,7 @@ def test_a_compiled_graph_writes_and_reads_memories_through_the_store(store: Rdf
     assert [row["key"].value for row in rows] == ["m0", "m1"]
 
 
-@THREADED
+@threaded
 def test_a_compiled_graph_runs_async_with_the_store(store: RdfStore) -> None:
     graph = build().compile(store=memory_store(store))
 
@@ -102,7 +102,7 @@ def test_a_compiled_graph_runs_async_with_the_store(store: RdfStore) -> None:
     assert asyncio.run(main())[0] == "deploy with make release"
 
 
-@THREADED
+@threaded
 def test_langmem_tools_manage_and_search_memories(store: RdfStore) -> None:
     lg = RdfBaseStore(store, index=IndexConfig(dims=64, embed=embed))
     namespace = ("memories", "{langgraph_user_id}")
