@@ -26,6 +26,7 @@ Labels and keys are percent-encoded in IRIs (every character but ``A-Z a-z 0-9 -
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from urllib.parse import quote
 
@@ -75,7 +76,12 @@ FIELD = NamedNode(RDFMEM + "field")
 _XSD_DATETIME = NamedNode(PREFIXES["xsd"] + "dateTime")
 
 
+_UNRESERVED = re.compile(r"[A-Za-z0-9_~-]*")
+
+
 def _escape(text: str) -> str:
+    if _UNRESERVED.fullmatch(text):  # most labels and keys: nothing to escape
+        return text
     return quote(text, safe="-_~")
 
 
