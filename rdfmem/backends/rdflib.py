@@ -169,8 +169,14 @@ def _nodes(tree: object) -> Iterator[CompValue]:
 
 
 def _refuse_fetching(tree: object, what: str) -> None:
-    for node in _nodes(tree):
-        if node.name == "ServiceGraphPattern":
+    for node in list(_nodes(tree)):
+        if node.name == "ServiceGraphPattern" and "silent" in node:
+            # SERVICE SILENT: a call that fails gives one empty solution, and here every
+            # call fails unmade. The pattern becomes the empty group, which gives just that.
+            node.clear()
+            node.name = "BGP"
+            node["triples"] = []
+        elif node.name == "ServiceGraphPattern":
             raise NetworkAccessRefused(
                 f"{what} uses SERVICE: the rdflib backend never reaches the network"
             )
