@@ -271,7 +271,8 @@ def test_import_and_export_jsonl(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "Imported 2 entities, 2 observations and 1 relations" in result.output
     exported = runner.invoke(cli, ["export-jsonl", store])
-    assert exported.exit_code == 0 and exported.stdout.splitlines() == lines
+    assert exported.exit_code == 0, exported.output
+    assert exported.stdout.splitlines() == lines, exported.output
 
     broken = tmp_path / "broken.jsonl"
     broken.write_text(lines[1].replace("B", "C") + '\n{"type":"entity","name":"D"}\n')

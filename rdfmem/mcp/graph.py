@@ -36,7 +36,7 @@ from ..errors import RdfMemError
 from ..results import SelectResult
 from ..store import RdfStore
 from ..terms import sparql_term
-from .model import Entity, Model, Relation, model_from_quads
+from .model import READ_PREDICATES, Entity, Model, Relation, model_from_quads
 from .vocab import (
     ATTRIBUTED,
     ENTITY,
@@ -118,12 +118,18 @@ class KnowledgeGraph:
     def _current(self, names: Iterable[str] | None) -> Model:
         if self._mirrored:
             if self._generation != self.store.backend.generation:
-                self._mirror = model_from_quads(self.graph, self.store.triples(self.graph))
+                self._mirror = model_from_quads(self.graph, self._scan())
                 self._generation = self.store.backend.generation
             return self._mirror
         if names is None:
             return model_from_quads(self.graph, self.store.triples(self.graph))
         return self._remote_part(list(dict.fromkeys(names)))
+
+    def _scan(self) -> Iterator[Quad]:
+        """The quads the model is made of, one index scan per predicate."""
+        match = self.store.backend.match
+        for predicate in READ_PREDICATES:
+            yield from match(None, predicate, None, self.graph)
 
     def _remote_part(self, names: Sequence[str]) -> Model:
         g = sparql_term(self.graph)
@@ -158,6 +164,13 @@ class KnowledgeGraph:
         result = self.store.query(sparql)
         assert isinstance(result, SelectResult)
         return [r["name"].value for r in result]
+
+    def warm(self) -> None:
+        """Read the graph into memory now (on an embedded store), so the first call does
+        not wait for it; a server calls this on a thread as it starts."""
+        if self._mirrored:
+            with self._section():
+                pass
 
     def read_graph(self) -> dict[str, Any]:
         """Every entity and relation: ``{"entities": [...], "relations": [...]}``."""

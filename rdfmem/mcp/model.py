@@ -25,21 +25,18 @@ from typing import Any
 from pyoxigraph import Literal, NamedNode, Quad
 
 from .vocab import (
-    ENTITY,
     ENTITY_NAME,
     ENTITY_TYPE,
     GENERATED,
     HAS_OBSERVATION,
     OBSERVATION_TEXT,
-    RDF_TYPE,
-    RELATION,
     RELATION_FROM,
     RELATION_TO,
     RELATION_TYPE,
     name_of,
 )
 
-__all__ = ["Entity", "Model", "Relation", "RelationKey", "model_from_quads"]
+__all__ = ["READ_PREDICATES", "Entity", "Model", "Relation", "RelationKey", "model_from_quads"]
 
 RelationKey = tuple[str, str, str]
 
@@ -194,9 +191,23 @@ def _text(term: Any) -> str | None:
     return term.value if isinstance(term, Literal) else None
 
 
+#: The predicates the model is read from (types and attributions are not needed).
+READ_PREDICATES = (
+    ENTITY_NAME,
+    ENTITY_TYPE,
+    HAS_OBSERVATION,
+    OBSERVATION_TEXT,
+    RELATION_FROM,
+    RELATION_TO,
+    RELATION_TYPE,
+    GENERATED,
+)
+
+
 def model_from_quads(graph: NamedNode, quads: Iterable[Quad | Sequence[Any]]) -> Model:
-    """The knowledge graph held by ``quads`` of ``graph`` (quads or ``(s, p, o)`` rows).
-    Resources that are not complete entities, observations or relations are left out."""
+    """The knowledge graph held by ``quads`` of ``graph`` (quads or ``(s, p, o)`` rows):
+    entities are the resources with an ``rm:entityName``, relations those with an
+    ``rm:relationType``. Incomplete ones are left out."""
     props: dict[str, dict[str, list[Any]]] = {}
     for item in quads:
         s, p, o = (item.subject, item.predicate, item.object) if isinstance(item, Quad) else item
@@ -213,8 +224,7 @@ def model_from_quads(graph: NamedNode, quads: Iterable[Quad | Sequence[Any]]) ->
     entities: list[tuple[str, str, Entity]] = []
     relations: list[tuple[str, str, Relation]] = []
     for iri, p in props.items():
-        types = p.get(RDF_TYPE.value, ())
-        if ENTITY in types:
+        if ENTITY_NAME.value in p:
             name, kind = _text(first(p, ENTITY_NAME)), _text(first(p, ENTITY_TYPE))
             if name is None or kind is None:
                 continue
@@ -227,7 +237,7 @@ def model_from_quads(graph: NamedNode, quads: Iterable[Quad | Sequence[Any]]) ->
             observed.sort()
             entity = Entity(name, kind, list(dict.fromkeys(t for _, t in observed)))
             entities.append((when(p), name, entity))
-        elif RELATION in types:
+        elif RELATION_TYPE.value in p:
             ends = first(p, RELATION_FROM), first(p, RELATION_TO)
             kind = _text(first(p, RELATION_TYPE))
             if kind is None or not all(isinstance(e, NamedNode) for e in ends):

@@ -13,6 +13,7 @@ SPARQL server), so concurrent clients never lose each other's writes.
 from __future__ import annotations
 
 import logging
+import threading
 import weakref
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
@@ -211,9 +212,22 @@ async def _notify(subscribers: weakref.WeakSet[Any]) -> None:
             subscribers.discard(connection)
 
 
+def _warm(services: Services) -> None:
+    """Read the knowledge graph into memory on a thread while the client connects."""
+
+    def warm() -> None:
+        try:
+            services.kg.warm()
+        except Exception:  # the first call will report it
+            logger.exception("reading the knowledge graph failed")
+
+    threading.Thread(target=warm, name="rdfmem-mcp-warm", daemon=True).start()
+
+
 def serve_stdio(services: Services) -> None:
     """Serve MCP over stdin/stdout until the client closes them."""
     server = build_server(services)
+    _warm(services)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
@@ -228,4 +242,5 @@ def serve_http(services: Services, *, host: str = "127.0.0.1", port: int = 7880)
 
     server = build_server(services)
     app = server.streamable_http_app(host=host)
+    _warm(services)
     uvicorn.run(app, host=host, port=port, log_level="warning")
