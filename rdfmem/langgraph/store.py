@@ -293,9 +293,8 @@ class RdfBaseStore(BaseStore):
                     paths = self.index_config["__tokenized_fields"]
                 else:
                     paths = [(p, tokenize_path(p)) for p in op.index]
-                value = loads(text)
                 for path, tokens in paths:
-                    found = get_text_at_path(value, tokens)
+                    found = get_text_at_path(op.value, tokens)
                     for i, piece in enumerate(found):
                         name = f"{path}.{i}" if len(found) > 1 else path
                         plan.texts.setdefault(piece, []).append((key, name))
