@@ -373,3 +373,17 @@ def test_threads_writing_and_reading_at_once_lose_nothing(store: RdfStore) -> No
         thread.join()
     assert len(lg.search(("n",), limit=1000)) == 100
     assert len(RdfBaseStore(store).search(("n",), limit=1000)) == 100  # read afresh
+
+
+def test_item_vectors_are_found_by_rdfmem_vector_search(store: RdfStore) -> None:
+    import numpy as np
+    from pyoxigraph import NamedNode
+
+    from rdfmem.embeddings import VectorIndex
+
+    lg = indexed(store)
+    lg.put(("docs",), "tea", {"text": "green tea every morning"})
+    lg.put(("docs",), "cat", {"text": "the cat is called Miso"})
+    query = np.asarray(embed(["which tea?"])[0], dtype=np.float32)
+    hits = VectorIndex(store).search([NamedNode("urn:rdfmem:graph:langgraph")], query, 1)
+    assert [subject.value for _, subject, _ in hits] == ["urn:rdfmem:langgraph:item:docs:tea#%24"]
