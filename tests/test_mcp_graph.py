@@ -205,6 +205,7 @@ def test_jsonl_round_trip_and_import_merges(make_store: StoreFactory) -> None:
         ('{"type":"thing"}', 'line 2: "type" must be "entity" or "relation"'),
         ('{"type":"relation","from":"A","to":1,"relationType":"r"}', 'needs "to"'),
         ('{"type":"entity","name":"A","entityType":"t","observations":[1]}', "list of strings"),
+        ('{"type":"entity","name":"\\ud800","entityType":"t","observations":[]}', "surrogate"),
     ],
 )
 def test_a_broken_jsonl_line_is_named(line: str, message: str) -> None:

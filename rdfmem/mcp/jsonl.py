@@ -53,6 +53,11 @@ def read_jsonl(text: str, *, source: str = "") -> Model:
             raise FormatError(f"{where}: not JSON ({exc.msg} at column {exc.colno})") from exc
         if not isinstance(item, dict):
             raise FormatError(f"{where}: expected a JSON object, not {type(item).__name__}")
+        try:
+            line.encode("utf-8")
+            json.dumps(item, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise FormatError(f"{where}: not valid Unicode (a lone surrogate)") from exc
         kind = item.get("type")
         if kind == "entity":
             name, entity_type = (_string(item, k, "an entity", where) for k in _ENTITY_FIELDS)
