@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from click.testing import CliRunner
+from mcp import MCPError
 from test_mcp_support import call, ok, rdfmem_params, stdio_session, text_of
 
 from rdfmem.cli import cli
@@ -53,6 +55,9 @@ def test_the_official_tools_with_their_hints_and_the_resource() -> None:
             resources = (await session.list_resources()).resources
             assert [str(r.uri) for r in resources] == ["memory://knowledge-graph"]
             assert resources[0].mime_type == "application/json"
+            with pytest.raises(MCPError, match="memory://elsewhere not found"):
+                await session.read_resource("memory://elsewhere")
+            assert (await session.list_tools()).tools  # and the server goes on
 
     anyio.run(main)
 
