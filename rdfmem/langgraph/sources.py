@@ -49,6 +49,26 @@ def _group(rows: Iterable[tuple[Any, Any, Any]]) -> dict[str, dict[str, list[Any
     return props
 
 
+def _group_quads(quads: Iterable[Quad]) -> dict[str, dict[str, list[Any]]]:
+    """``_group`` straight from quads (a reload reads every quad of the graph)."""
+    props: dict[str, dict[str, list[Any]]] = {}
+    for quad in quads:
+        subject = quad.subject
+        if not isinstance(subject, NamedNode):
+            continue
+        iri = subject.value
+        found = props.get(iri)
+        if found is None:
+            found = props[iri] = {}
+        predicate = quad.predicate.value
+        values = found.get(predicate)
+        if values is None:
+            found[predicate] = [quad.object]
+        else:
+            values.append(quad.object)
+    return props
+
+
 def _vector(props: dict[str, list[Any]], dims: int) -> Any:
     for term in props.get(EMBEDDING.value) or ():
         if isinstance(term, Literal) and term.datatype == FLOAT32_VECTOR:
@@ -109,7 +129,7 @@ class Mirror(Source):
     def load(self, quads: Iterable[Quad]) -> None:
         """Replace everything with the items among ``quads`` (one graph's)."""
         self.rows = VectorRows(self.dims) if self.dims else None
-        records = build(_group((q.subject, q.predicate, q.object) for q in quads), self.rows)
+        records = build(_group_quads(quads), self.rows)
         self.by_ns = {}
         self.ordered = {}
         for record in sorted(records.values(), key=lambda r: r.order):
