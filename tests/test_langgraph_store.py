@@ -387,3 +387,18 @@ def test_item_vectors_are_found_by_rdfmem_vector_search(store: RdfStore) -> None
     query = np.asarray(embed(["which tea?"])[0], dtype=np.float32)
     hits = VectorIndex(store).search([NamedNode("urn:rdfmem:graph:langgraph")], query, 1)
     assert [subject.value for _, subject, _ in hits] == ["urn:rdfmem:langgraph:item:docs:tea#%24"]
+
+
+def test_items_and_vectors_outlive_the_process_on_disk(tmp_path: Any) -> None:
+    with RdfStore.open(tmp_path / "agent") as rdf:
+        lg = indexed(rdf)
+        lg.put(("memories", "eli"), "tea", {"text": "drinks green tea"}, ttl=60)
+        lg.put(("memories", "eli"), "cat", {"text": "has a cat called Miso"})
+        created = lg.get(("memories", "eli"), "tea").created_at  # type: ignore[union-attr]
+    with RdfStore.open(tmp_path / "agent") as rdf:
+        lg = indexed(rdf)
+        item = lg.get(("memories", "eli"), "tea", refresh_ttl=False)
+        assert item is not None and item.created_at == created
+        found = lg.search(("memories",), query="what does eli drink? tea")
+        assert [i.key for i in found][:1] == ["tea"] and found[0].score
+        assert lg.list_namespaces() == [("memories", "eli")]
