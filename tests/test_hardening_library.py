@@ -89,6 +89,19 @@ def test_query_and_update_refuse_service_and_load_on_every_backend(
     for text in _fetching_updates(listener.url):
         with pytest.raises(NetworkAccessRefused, match="allow_network"):
             store.sparql_update(text)
+    # Spellings that hide the keyword from a reader that skips escapes, or show it to one
+    # that expands them everywhere: refused or harmless, never a connection.
+    for text in [
+        f'SELECT * WHERE {{ ?s ?p "\\u0022 }} SERVICE <{listener.url}> {{ ?s ?p ?o }} #" }}',
+        f"SELECT * WHERE {{ ?s ?p ?o }} # \\u000a SERVICE <{listener.url}> {{ ?s ?p ?o }}",
+        f"SELECT * WHERE {{ SERVIC\\u0045 <{listener.url}> {{ ?s ?p ?o }} }}",
+        f"LO\\u0041D <{listener.url}>",
+    ]:
+        with contextlib.suppress(QueryError):
+            if text.startswith("LO"):
+                store.sparql_update(text)
+            else:
+                list(store.query(text))
     assert listener.connections == 0
     assert store.count(graph=DefaultGraph()) == 1
     # Text that only mentions the words is no request to the network.
