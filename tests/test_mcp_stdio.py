@@ -198,6 +198,7 @@ def test_bad_input_is_a_tool_error_nothing_is_written_and_the_server_goes_on() -
         ("memory_save", {"scope": "galaxy", "title": "A", "content": "x"}, "must be one of"),
         ("decision_add_edge", {"from_id": "a", "to_id": "b", "type": "leads_to"}, "a"),
         ("decision_query", {"name": "path_between"}, "needs"),
+        ("generalisation_list", {}, "give id"),
     ]  # fmt: skip
 
     async def main() -> None:

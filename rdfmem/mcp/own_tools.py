@@ -14,6 +14,7 @@ from ..decisions import EdgeType, NodeStatus, NodeType
 from ..generalisations import Generalisation
 from ..memories import SCOPES, Memory
 from ..results import SelectResult
+from .checks import ToolInputError
 from .graph import Client
 from .services import Services
 from .specs import DELETE, READ, WRITE, Reply, Spec, array, json_text, obj, string
@@ -143,7 +144,7 @@ def _gen_lineage(s: Services, a: dict[str, Any], c: Client) -> Reply:
     elif "level" in a:
         found = gens.by_level(int(a["level"]))
     else:
-        return _reply({"error": "give id (its lineage) or level (every one of that level)"})
+        raise ToolInputError("give id (its lineage) or level (every one of that level)")
     return _reply({"generalisations": [_generalisation(g) for g in found]})
 
 
