@@ -234,3 +234,27 @@ def test_writes_vouched_elsewhere_keep_the_mirror_and_others_do_not(
     assert names(kg.read_graph()) == ["Alice"] and scans == []
     store.set("note", 2)  # not vouched for: the graph is read again
     assert names(kg.read_graph()) == ["Alice"] and scans
+
+
+def test_creation_order_survives_a_store_that_rewrites_times() -> None:
+    """Oxigraph prints 10:00:59.100000+00:00 as 10:00:59.1Z: the order is by instant, not
+    by text (by text, .100001Z sorted before .1Z and entities came back swapped)."""
+    from pyoxigraph import Literal, NamedNode
+
+    from rdfmem.mcp.model import model_from_quads
+    from rdfmem.mcp.vocab import ENTITY_NAME, ENTITY_TYPE, GENERATED, entity_iri, graph_iri
+
+    g = graph_iri(None)
+    xsd = NamedNode("http://www.w3.org/2001/XMLSchema#dateTime")
+    rows = []
+    for name, when in [
+        ("second", "2026-01-01T10:00:59.100001Z"),
+        ("first", "2026-01-01T10:00:59.1Z"),
+    ]:
+        iri = entity_iri(g, name)
+        rows += [
+            (iri, ENTITY_NAME, Literal(name)),
+            (iri, ENTITY_TYPE, Literal("t")),
+            (iri, GENERATED, Literal(when, datatype=xsd)),
+        ]
+    assert list(model_from_quads(g, rows).entities) == ["first", "second"]

@@ -18,6 +18,8 @@ entities found.
 
 from __future__ import annotations
 
+import re
+from calendar import timegm
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +38,15 @@ from .vocab import (
     name_of,
 )
 
-__all__ = ["READ_PREDICATES", "Entity", "Model", "Relation", "RelationKey", "model_from_quads"]
+__all__ = [
+    "READ_PREDICATES",
+    "Entity",
+    "Model",
+    "Relation",
+    "RelationKey",
+    "instant_key",
+    "model_from_quads",
+]
 
 RelationKey = tuple[str, str, str]
 
@@ -187,6 +197,32 @@ class Model:
         }
 
 
+_DATETIME = re.compile(
+    r"(-?\d{4,})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?$"
+)
+
+
+def instant_key(text: str) -> tuple[int, str]:
+    """An exact sort key of an ``xsd:dateTime`` text: microseconds since the epoch (no zone
+    is UTC). Stores print the same instant differently (Oxigraph writes
+    ``…59.1Z`` for ``…59.100000+00:00``), so the text itself does not sort.
+
+    >>> instant_key("2026-01-01T00:00:59.1Z") < instant_key("2026-01-01T00:00:59.100001+00:00")
+    True
+    """
+    m = _DATETIME.match(text.strip())
+    if m is None:
+        return (-(1 << 62), text)
+    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+    micros = timegm((year, month, day, hour, minute, second, 0, 0, 0)) * 1_000_000
+    micros += int((m.group(7) or "").ljust(6, "0")[:6])
+    zone = m.group(8)
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        micros -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60) * 1_000_000
+    return (micros, text)
+
+
 def _text(term: Any) -> str | None:
     return term.value if isinstance(term, Literal) else None
 
@@ -218,17 +254,17 @@ def model_from_quads(graph: NamedNode, quads: Iterable[Quad | Sequence[Any]]) ->
         values = p.get(predicate.value)
         return values[0] if values else None
 
-    def when(p: dict[str, list[Any]]) -> str:
-        return _text(first(p, GENERATED)) or ""
+    def when(p: dict[str, list[Any]]) -> tuple[int, str]:
+        return instant_key(_text(first(p, GENERATED)) or "")
 
-    entities: list[tuple[str, str, Entity]] = []
-    relations: list[tuple[str, str, Relation]] = []
+    entities: list[tuple[tuple[int, str], str, Entity]] = []
+    relations: list[tuple[tuple[int, str], str, Relation]] = []
     for iri, p in props.items():
         if ENTITY_NAME.value in p:
             name, kind = _text(first(p, ENTITY_NAME)), _text(first(p, ENTITY_TYPE))
             if name is None or kind is None:
                 continue
-            observed: list[tuple[str, str]] = []
+            observed: list[tuple[tuple[int, str], str]] = []
             for obs in p.get(HAS_OBSERVATION.value, ()):
                 q = props.get(obs.value) if isinstance(obs, NamedNode) else None
                 text = _text(first(q, OBSERVATION_TEXT)) if q is not None else None
