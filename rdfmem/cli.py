@@ -717,8 +717,20 @@ def _mcp_store(spec: str, update_url: str | None = None, *, create: bool = True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address (--http).")
 @click.option("--port", default=7880, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--project", metavar="NAME", help="Keep this project's memory apart.")
-@click.option("--query-timeout", default=10.0, show_default=True, type=click.FloatRange(0.001))
-@click.option("--max-rows", default=1000, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--query-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.001),
+    help="Seconds a sparql_query may run.",
+)
+@click.option(
+    "--max-rows",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Rows a sparql_query returns at most.",
+)
 @click.option("--update-url", metavar="URL", help="SPARQL Update URL of a server STORE.")
 def mcp_command(
     store: str,
