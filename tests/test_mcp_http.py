@@ -12,6 +12,7 @@ import anyio
 from servers import Server
 from test_mcp_support import (
     call,
+    every_tool,
     http_server,
     http_session,
     ok,
@@ -47,6 +48,15 @@ def test_tools_resource_and_errors_over_http(tmp_path: Path) -> None:
             assert ok(await call(s, "open_nodes", {"names": ['A "}>']}))["entities"] == [alice]
         async with http_session(url) as again:  # a second client sees the first one's write
             assert ok(await call(again, "read_graph", {}))["entities"] == [alice]
+
+    with http_server(str(tmp_path / "mem"), log=tmp_path / "server.log") as url:
+        anyio.run(main, url)
+
+
+def test_every_tool_over_http(tmp_path: Path) -> None:
+    async def main(url: str) -> None:
+        async with http_session(url) as s:
+            await every_tool(s)
 
     with http_server(str(tmp_path / "mem"), log=tmp_path / "server.log") as url:
         anyio.run(main, url)

@@ -3,7 +3,6 @@ resource, bad input, one owner per on-disk store, and the JSONL import/export co
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 from click.testing import CliRunner
-from mcp import MCPError
-from test_mcp_support import call, ok, rdfmem_params, stdio_session, text_of
+from mcp import ClientSession, MCPError
+from test_mcp_support import call, every_tool, ok, rdfmem_params, stdio_session, text_of
 
 from rdfmem.cli import cli
 
@@ -30,7 +29,6 @@ OFFICIAL = [
     "search_nodes",
     "open_nodes",
 ]
-HOSTILE = 'Robert"); DROP } <x> .\n# "" \\u0000'
 
 
 def test_the_official_tools_with_their_hints_and_the_resource() -> None:
@@ -65,110 +63,7 @@ def test_the_official_tools_with_their_hints_and_the_resource() -> None:
 def test_every_tool_over_stdio(tmp_path: Path) -> None:
     async def main() -> None:
         async with stdio_session(rdfmem_params(str(tmp_path / "mem"))) as s:
-            people = [
-                {"name": "Alice", "entityType": "person", "observations": ["Likes tea"]},
-                {"name": HOSTILE, "entityType": "person", "observations": [HOSTILE]},
-            ]
-            assert ok(await call(s, "create_entities", {"entities": people})) == {
-                "entities": people
-            }
-            relation = {"from": "Alice", "to": HOSTILE, "relationType": "knows"}
-            assert ok(await call(s, "create_relations", {"relations": [relation]})) == {
-                "relations": [relation]
-            }
-            added = await call(
-                s,
-                "add_observations",
-                {"observations": [{"entityName": HOSTILE, "contents": ["x"]}]},
-            )
-            assert ok(added) == {"results": [{"entityName": HOSTILE, "addedObservations": ["x"]}]}
-            found = ok(await call(s, "search_nodes", {"query": "TEA"}))
-            assert [e["name"] for e in found["entities"]] == ["Alice"]
-            assert found["relations"] == [relation]
-            opened = ok(await call(s, "open_nodes", {"names": [HOSTILE]}))
-            assert opened["entities"][0]["observations"] == [HOSTILE, "x"]
-            resource = await s.read_resource("memory://knowledge-graph")
-            graph = ok(await call(s, "read_graph", {}))
-            assert json.loads(resource.contents[0].text) == graph  # type: ignore[union-attr]
-            deletion = {"entityName": HOSTILE, "observations": ["x"]}
-            done = ok(await call(s, "delete_observations", {"deletions": [deletion]}))
-            assert done == {"success": True, "message": "Observations deleted successfully"}
-            ok(await call(s, "delete_relations", {"relations": [relation]}))
-            ok(await call(s, "delete_entities", {"entityNames": [HOSTILE]}))
-            assert ok(await call(s, "read_graph", {})) == {
-                "entities": [people[0]],
-                "relations": [],
-            }
-
-            note = {"scope": "global", "title": "Build steps", "content": "run make test"}
-            assert ok(await call(s, "memory_save", note))["slug"] == "build-steps"
-            hits = ok(await call(s, "memory_search", {"query": "make test"}))["memories"]
-            assert hits[0]["title"] == "Build steps" and hits[0]["score"] > 0
-            read = ok(await call(s, "memory_read", {"scope": "global", "title": "Build steps"}))
-            assert read["content"] == "run make test"
-            assert ok(await call(s, "memory_list", {}))["titles"] == ["Build steps"]
-            ok(await call(s, "memory_forget", {"scope": "global", "title": "Build steps"}))
-            gone = await call(s, "memory_read", {"scope": "global", "title": "Build steps"})
-            assert gone.is_error
-
-            goal = ok(
-                await call(s, "decision_add_node", {"type": "goal", "label": "Ship", "id": "g"})
-            )
-            assert goal["status"] == "active"
-            ok(
-                await call(
-                    s, "decision_add_node", {"type": "decision", "label": "Use RDF", "id": "d"}
-                )
-            )
-            ok(
-                await call(
-                    s, "decision_add_node", {"type": "decision", "label": "Use X", "id": "x"}
-                )
-            )
-            ok(
-                await call(
-                    s, "decision_add_edge", {"from_id": "g", "to_id": "d", "type": "leads_to"}
-                )
-            )
-            ok(await call(s, "decision_update_node", {"id": "d", "confidence": 0.9}))
-            ok(await call(s, "decision_supersede", {"old_id": "x", "new_id": "d"}))
-            got = ok(await call(s, "decision_get", {"id": "d"}))
-            assert got["confidence"] == 0.9 and len(got["incoming"]) == 1
-            path = ok(
-                await call(
-                    s, "decision_query", {"name": "path_between", "from_id": "g", "to_id": "d"}
-                )
-            )
-            assert [n["id"] for n in path["nodes"]] == ["g", "d"]
-            goals = ok(await call(s, "decision_query", {"name": "active_goals"}))
-            assert [n["id"] for n in goals["nodes"]] == ["g"]
-
-            lesson = {"id": "g1", "content": "Tea in the morning", "level": 0, "confidence": 0.7}
-            ok(await call(s, "generalisation_save", lesson))
-            ok(
-                await call(
-                    s,
-                    "generalisation_save",
-                    {"id": "g2", "content": "Hot drinks", "level": 1, "confidence": 0.8,
-                     "generalises": ["g1"]},
-                )
-            )  # fmt: skip
-            hits = ok(await call(s, "generalisation_search", {"text": "tea"}))["generalisations"]
-            assert hits[0]["id"] == "g1"
-            lineage = ok(await call(s, "generalisation_list", {"id": "g2"}))["generalisations"]
-            assert [g["id"] for g in lineage] == ["g1"]
-
-            rows = ok(
-                await call(
-                    s,
-                    "sparql_query",
-                    {"query": "PREFIX rm: <https://w3id.org/rdfmem#> SELECT ?n WHERE { GRAPH ?g "
-                     "{ ?e rm:entityName ?n } }"},
-                )
-            )  # fmt: skip
-            assert rows["rows"] == [{"n": '"Alice"'}] and rows["truncated"] is False
-            stats = ok(await call(s, "stats", {}))
-            assert stats["knowledge_graph"]["entities"] == 1
+            await every_tool(s)
 
     anyio.run(main)
 
@@ -301,7 +196,7 @@ def test_without_the_sdk_the_command_says_what_to_install() -> None:
 
 
 def test_subscribers_hear_that_the_graph_changed_and_clients_are_credited() -> None:
-    from mcp import ClientSession, MCPDeprecationWarning, stdio_client
+    from mcp import MCPDeprecationWarning, stdio_client
     from mcp.types import Implementation, ResourceUpdatedNotification
 
     heard: list[str] = []
