@@ -148,7 +148,14 @@ class RdfBaseStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run get, search, put and list-namespaces operations; reads see the store as it
-        was before the batch's puts, as in ``InMemoryStore``."""
+        was before the batch's puts, as in ``InMemoryStore``. All the batch's writes are one
+        atomic request.
+
+        Raises:
+            InvalidNamespaceError: a label LangGraph does not allow (nothing is run).
+            InvalidValue: a value that is not a JSON object, an unknown operation or filter
+                operator, or an embedding whose length is not ``dims``; nothing is written.
+        """
         plan = self._plan(ops)
         texts = list(plan.texts)
         vectors: list[list[float]] = []
@@ -162,7 +169,11 @@ class RdfBaseStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` for asyncio: embeddings through the embedder's async methods, store work
         in a worker thread (``asyncio.to_thread``), so the event loop never waits on I/O or
-        the store's lock. On a remote store that thread makes the HTTP requests."""
+        the store's lock. On a remote store that thread makes the HTTP requests.
+
+        Raises:
+            InvalidNamespaceError, InvalidValue: as ``batch``.
+        """
         plan = self._plan(ops)
         texts = list(plan.texts)
         vectors: list[list[float]] = []
