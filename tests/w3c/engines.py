@@ -30,6 +30,7 @@ from pyoxigraph import (
     QuerySolutions,
     RdfFormat,
     Store,
+    Variable,
     parse,
     parse_query_results,
 )
@@ -42,7 +43,17 @@ from rdfmem.terms import from_rdflib
 
 from .suite import Case, rdf_format_of
 
-__all__ = ["Answer", "Engine", "RawOxigraph", "RawRdflib", "RawServer", "Rdfmem", "run_case"]
+__all__ = [
+    "Answer",
+    "Engine",
+    "RawOxigraph",
+    "RawRdflib",
+    "RawServer",
+    "Rdfmem",
+    "prebound",
+    "run_case",
+    "run_prebound",
+]
 
 RS = "http://www.w3.org/2001/sw/DataAccess/tests/result-set#"
 _FROM = re.compile(r"\bFROM\s+(NAMED\s+)?<([^>]*)>", re.IGNORECASE)
@@ -70,7 +81,8 @@ class Engine:
     def load(self, path: Path, graph: str | None) -> None:
         raise NotImplementedError
 
-    def query(self, text: str, base: str) -> Answer:
+    def query(self, text: str, base: str, bindings: dict[str, Any] | None = None) -> Answer:
+        """Run a query; ``bindings`` pre-bind variables (SEP-0007), where supported."""
         raise NotImplementedError
 
     def update(self, text: str, base: str) -> None:
@@ -94,8 +106,9 @@ class RawOxigraph(Engine):
             to_graph=NamedNode(graph) if graph else DefaultGraph(),
         )
 
-    def query(self, text: str, base: str) -> Answer:
-        return _answer(self.store.query(text, base_iri=base))
+    def query(self, text: str, base: str, bindings: dict[str, Any] | None = None) -> Answer:
+        subs = {Variable(k): v for k, v in bindings.items()} if bindings else None
+        return _answer(self.store.query(text, base_iri=base, substitutions=subs))
 
     def update(self, text: str, base: str) -> None:
         self.store.update(text, base_iri=base)
@@ -118,7 +131,9 @@ class RawRdflib(Engine):
         with _quiet():
             self.dataset.graph(name).parse(str(path), format=fmt, publicID=path.as_uri())
 
-    def query(self, text: str, base: str) -> Answer:
+    def query(self, text: str, base: str, bindings: dict[str, Any] | None = None) -> Answer:
+        if bindings:
+            raise NotImplementedError("pre-bound variables are compared on Oxigraph only")
         with _quiet():
             result = self.dataset.query(text, base=base)
             if result.type == "ASK":
@@ -162,8 +177,8 @@ class Rdfmem(Engine):
     def load(self, path: Path, graph: str | None) -> None:
         self.store.load(path=path, format=rdf_format_of(path), graph=graph, base_iri=path.as_uri())
 
-    def query(self, text: str, base: str) -> Answer:
-        result = self.store.query(text, base_iri=base, allow_network=True)
+    def query(self, text: str, base: str, bindings: dict[str, Any] | None = None) -> Answer:
+        result = self.store.query(text, base_iri=base, bindings=bindings, allow_network=True)
         if isinstance(result, bool):
             return Answer("ask", [], [], boolean=result)
         if isinstance(result, GraphResult):
@@ -352,27 +367,41 @@ def _expected_quads(case: Case) -> list[tuple[Any, Any, Any, Any]]:
     return out
 
 
-def run_case(engine: Engine, case: Case) -> str | None:
-    """None when ``engine`` passes ``case``, else why not (one line)."""
+def prepare(engine: Engine, case: Case) -> tuple[str, str]:
+    """A fresh dataset in ``engine`` holding the case's data: ``(request text, base IRI)``."""
     text = case.request.read_text(encoding="utf-8")
     base = case.request.as_uri()
+    engine.reset()
+    for path in case.data:
+        engine.load(path, None)
+    for name, path in case.graph_data:
+        engine.load(path, name)
+    if case.kind == "query":
+        # Graphs a query names with FROM / FROM NAMED are test files: load them as named
+        # graphs (no engine here may fetch them).
+        for _named, iri in _FROM.findall(text):
+            target = iri if ":" in iri else base.rsplit("/", 1)[0] + "/" + iri
+            if target.startswith("file://") and Path(target[7:]).is_file():
+                engine.load(Path(target[7:]), target)
+    return text, base
+
+
+def is_ordered(text: str) -> bool:
+    return bool(re.search(r"\bORDER\s+BY\b", text, re.IGNORECASE))
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
+def run_case(engine: Engine, case: Case) -> str | None:
+    """None when ``engine`` passes ``case``, else why not (one line)."""
     try:
-        engine.reset()
-        for path in case.data:
-            engine.load(path, None)
-        for name, path in case.graph_data:
-            engine.load(path, name)
+        text, base = prepare(engine, case)
         if case.kind == "query":
-            # Graphs a query names with FROM / FROM NAMED are test files: load them as named
-            # graphs (no engine here may fetch them).
-            for _named, iri in _FROM.findall(text):
-                target = iri if ":" in iri else base.rsplit("/", 1)[0] + "/" + iri
-                if target.startswith("file://") and Path(target[7:]).is_file():
-                    engine.load(Path(target[7:]), target)
             assert case.result is not None
             actual = engine.query(text, base)
-            ordered = bool(re.search(r"\bORDER\s+BY\b", text, re.IGNORECASE))
-            if not same_answer(actual, expected_answer(case.result), ordered):
+            if not same_answer(actual, expected_answer(case.result), is_ordered(text)):
                 return "wrong answer"
             return None
         engine.update(text, base)
@@ -380,7 +409,46 @@ def run_case(engine: Engine, case: Case) -> str | None:
             return "wrong dataset after the update"
         return None
     except Exception as exc:
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        return _why(exc)
+
+
+def prebound(cases: Sequence[Case]) -> list[tuple[Case, str, Any]]:
+    """SELECT tests with one projected variable bound: ``(case, variable, value)`` for each
+    variable of each expected result, bound to its first value there (blank nodes left out,
+    as a binding cannot name one)."""
+    out = []
+    for case in cases:
+        if case.kind != "query" or case.result is None:
+            continue
+        try:
+            expected = expected_answer(case.result)
+        except Exception:  # a result format these helpers do not read
+            continue
+        if expected.kind != "select":
+            continue
+        for name in expected.variables:
+            value = next((row[name] for row in expected.rows if name in row), None)
+            if value is not None and not isinstance(value, BlankNode):
+                out.append((case, name, value))
+    return out
+
+
+def run_prebound(
+    engine: Engine, reference: Engine, case: Case, name: str, value: Any
+) -> str | None:
+    """None when ``engine`` answers the case with ``name`` bound to ``value`` as ``reference``
+    does (or ``reference`` refuses it too), else why not."""
+    try:
+        text, base = prepare(reference, case)
+        wanted = reference.query(text, base, {name: value})
+    except Exception:
+        return None  # the reference refuses this binding: nothing to agree with
+    try:
+        text, base = prepare(engine, case)
+        actual = engine.query(text, base, {name: value})
+    except Exception as exc:
+        return _why(exc)
+    return None if same_answer(actual, wanted, is_ordered(text)) else "answers differ"
 
 
 class RawServer(Engine):
@@ -407,7 +475,9 @@ class RawServer(Engine):
         )
         response.raise_for_status()
 
-    def query(self, text: str, base: str) -> Answer:
+    def query(self, text: str, base: str, bindings: dict[str, Any] | None = None) -> Answer:
+        if bindings:
+            raise NotImplementedError("the protocol has no pre-bound variables")
         response = httpx.post(
             self.query_url,
             data={"query": f"BASE <{base}>\n{text}"},
