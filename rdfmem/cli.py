@@ -250,6 +250,14 @@ def demo(folder: Path) -> None:
     help="Bearer token updates must carry (env RDFMEM_TOKEN; generated when missing).",
 )
 @click.option("--cors", multiple=True, metavar="ORIGIN", help="Allow browser calls from ORIGIN.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer to Host NAME (localhost, IP addresses and --host are always; '*': any).",
+)
+@click.option("--max-connections", default=256, show_default=True, type=click.IntRange(min=1))
 @click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.001))
 @click.option("--max-concurrent", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--max-result-bytes", default=64 << 20, show_default=True, type=click.IntRange(min=1))
@@ -262,6 +270,8 @@ def serve(
     allow_update: bool,
     token: str | None,
     cors: tuple[str, ...],
+    allowed_hosts: tuple[str, ...],
+    max_connections: int,
     timeout: float,
     max_concurrent: int,
     max_result_bytes: int,
@@ -290,6 +300,8 @@ def serve(
             allow_update=allow_update,
             token=token,
             cors=cors,
+            allowed_hosts=allowed_hosts,
+            max_connections=max_connections,
             timeout=timeout,
             max_concurrent=max_concurrent,
             max_result_bytes=max_result_bytes,

@@ -3,67 +3,56 @@
 Both make the engine fetch a URL (pyoxigraph and rdflib do the request themselves), so an
 endpoint open to other tools must refuse them however they are written: any case, glued to
 other tokens (``falseSERVICE<…>`` and ``SERVICESILENT`` parse in pyoxigraph), behind comments,
-or as the prefix of a prefixed name (``SERVICE:x`` parses as ``SERVICE :x``).
+as the prefix of a prefixed name (``SERVICE:x`` parses as ``SERVICE :x``), or spelt with
+``\\uXXXX`` / ``\\UXXXXXXXX`` escapes anywhere in the text.
 
-The text is split into SPARQL tokens by the grammar's own lexical rules (SPARQL 1.1 §19.8):
-comments, strings (short and long), IRIs, variables, blank node labels and prefixed names
-are recognised exactly, so ``"LOAD"``, ``<http://x/service>``, ``?service`` and
-``ex:payload`` are not mistaken for the keywords. Everything else (keywords, function names,
-language tags, prefixes) is searched for ``SERVICE`` and ``LOAD`` as a substring, case
-ignored. Whatever the tokenizer cannot place is kept as text and searched too, so a doubt
-refuses rather than lets through.
+SPARQL engines expand those escapes over the whole query before they parse it (SPARQL 1.1
+§19.2, "codepoint escape sequences"), so an escaped quote can close a string and an escaped
+newline can end a comment. The guard therefore judges two texts: the one it was given and the
+one with escapes expanded, the text the engine parses, and refuses if either holds a keyword.
+
+Each text is split into SPARQL tokens in one forward pass (SPARQL 1.1 §19.8): comments,
+strings (short and long), IRIs and variables are skipped; every other run of name characters
+(keywords, function names, language tags, prefixes, numbers) is searched for ``SERVICE`` and
+``LOAD``, case ignored (including the long s U+017F and the dotless i U+0131, which some
+parsers upper-case to ``S`` and ``I``). In a prefixed name or a blank node label only the
+first plain run after the colon is a name. Text the tokenizer cannot place (an unterminated
+string) is searched too, so a doubt refuses rather than lets through. Every character is
+looked at a bounded number of times: the time taken grows linearly with the text.
 
 >>> find_forbidden("SELECT * WHERE { ?s <http://x/service> 'LOAD' } # SERVICE")
 >>> find_forbidden("select * { sErViCe <http://evil/> { ?s ?p ?o } }")
 Forbidden(keyword='SERVICE', line=1, column=12)
 >>> find_forbidden("PREFIX : <http://evil/>\\nSELECT * { SERVICE:x { } }")
 Forbidden(keyword='SERVICE', line=2, column=12)
+>>> find_forbidden("SELECT * { ?s ?p '\\\\u0027 SERVICE <http://evil/> {} }")
+Forbidden(keyword='SERVICE', line=1, column=26)
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import NamedTuple
 
-__all__ = ["FORBIDDEN_KEYWORDS", "Forbidden", "find_forbidden", "is_point_query"]
+__all__ = ["FORBIDDEN_KEYWORDS", "Forbidden", "expand_escapes", "find_forbidden"]
 
 #: Keywords that make a SPARQL engine reach out to the network.
 FORBIDDEN_KEYWORDS = ("SERVICE", "LOAD")
 
-# PN_CHARS_BASE, approximated by "a letter of any script" (every char the grammar allows is
-# a letter; the few extra it would let in only make a token longer, never a keyword vanish
-# into it, because a prefix is searched like any other word).
-_BASE = r"[^\W\d_]"
-_PN_CHARS_U = r"[^\W\d]"  # letters and "_"
-_PN_CHARS = r"[\w\-\u00B7\u0300-\u036F\u203F\u2040]"
-_PLX = r"(?:%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?#@%])"
-_PN_PREFIX = rf"{_BASE}(?:(?:{_PN_CHARS}|\.)*{_PN_CHARS})?"
-_PN_LOCAL = (
-    rf"(?:{_PN_CHARS_U}|[:0-9]|{_PLX})(?:(?:{_PN_CHARS}|[.:]|{_PLX})*(?:{_PN_CHARS}|:|{_PLX}))?"
-)
-_UCHAR = r"\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}"
-
-_TOKEN = re.compile(
-    rf"""
-    (?P<space>\s+)
-  | (?P<comment>\#[^\n\r]*)
-  | (?P<string>'''(?:(?:''|')?(?:[^'\\]|\\.))*'''
-              |\"\"\"(?:(?:\"\"|\")?(?:[^\"\\]|\\.))*\"\"\"
-              |'(?:[^'\\\n\r]|\\.)*'
-              |\"(?:[^\"\\\n\r]|\\.)*\")
-  | (?P<iri><(?:[^<>\"{{}}|^`\\\x00-\x20]|{_UCHAR})*>)
-  | (?P<var>[?$](?:{_PN_CHARS_U}|[0-9])[\w\u00B7\u0300-\u036F\u203F\u2040]*)
-  | (?P<bnode>_:(?:{_PN_CHARS_U}|[0-9])(?:(?:{_PN_CHARS}|\.)*{_PN_CHARS})?)
-  | (?P<pname>(?P<prefix>{_PN_PREFIX})?:(?:{_PN_LOCAL})?)
-  | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
-  | (?P<word>(?:[^\W\d]|{_UCHAR})(?:\w|{_UCHAR})*|@[A-Za-z0-9\-]+)
-  | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-_UCHARS = re.compile(_UCHAR)
-_PLAIN_RUN = re.compile(r"[\w\-\u00B7\u0300-\u036F\u203F\u2040]*")
-_KEYWORDS = re.compile("|".join(FORBIDDEN_KEYWORDS), re.IGNORECASE)
+# Every pattern below is one character class repeated, or a fixed-length escape: matched at a
+# given position it consumes what it matches and never backtracks into it.
+_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+_SPACE = re.compile(r"\s+")
+_NAME_CHARS = r"\w\-.:%\u00B7\u0300-\u036F\u203F\u2040"
+#: A run of name characters, with ``\x`` pairs (local-name escapes, or unexpanded ``\u``).
+_NAME = re.compile(rf"(?:[{_NAME_CHARS}]|\\.)++", re.DOTALL)
+_PLAIN = re.compile(r"[\w\-\u00B7\u0300-\u036F\u203F\u2040]*")
+_VARNAME = re.compile(r"[\w\u00B7\u0300-\u036F\u203F\u2040]+")
+_IRI_BODY = re.compile(r"""(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*+""")
+_SHORT_BODY = {q: re.compile(rf"[^{q}\\\n\r]*") for q in "'\""}
+_LONG_BODY = {q: re.compile(rf"[^{q}\\]*") for q in "'\""}
+_KEYWORD = re.compile("|".join(FORBIDDEN_KEYWORDS), re.IGNORECASE)
 
 
 class Forbidden(NamedTuple):
@@ -74,81 +63,159 @@ class Forbidden(NamedTuple):
     column: int
 
 
+def expand_escapes(sparql: str) -> tuple[str, list[tuple[int, int]]]:
+    """``sparql`` with ``\\uXXXX`` and ``\\UXXXXXXXX`` expanded once, as a SPARQL engine does
+    before parsing, and the ``(position in the result, position in sparql)`` of each expansion.
+    Escapes naming no character (surrogates, beyond U+10FFFF) are kept as written.
+
+    >>> expand_escapes("SERVI\\\\u0043E")[0]
+    'SERVICE'
+    """
+    parts: list[str] = []
+    spots: list[tuple[int, int]] = []
+    last = 0
+    out = 0
+    for match in _ESCAPE.finditer(sparql):
+        code = int(match.group(1) or match.group(2), 16)
+        if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            continue
+        parts.append(sparql[last : match.start()])
+        out += match.start() - last
+        spots.append((out, match.start()))
+        parts.append(chr(code))
+        out += 1
+        last = match.end()
+    parts.append(sparql[last:])
+    return "".join(parts), spots
+
+
+def _keyword(text: str) -> tuple[str, int] | None:
+    """The forbidden keyword in a run of code text, and where in it."""
+    upper = text.upper()  # U+017F upper-cases to "S": parsers that compare upper-cased text
+    for keyword in FORBIDDEN_KEYWORDS:
+        if keyword in upper:
+            found = _KEYWORD.search(text)
+            return keyword, found.start() if found is not None else 0
+    return None
+
+
+def _scan(text: str) -> tuple[str, int] | None:
+    """The first forbidden keyword in code positions of ``text`` and its offset: one pass."""
+    pos, end = 0, len(text)
+    while pos < end:
+        char = text[pos]
+        if char.isspace():
+            space = _SPACE.match(text, pos)
+            pos = space.end() if space is not None else pos + 1
+        elif char == "#":
+            stops = [i for i in (text.find("\n", pos), text.find("\r", pos)) if i >= 0]
+            pos = min(stops) if stops else end
+        elif char in "'\"":
+            stop, closed = _string(text, pos, char)
+            if not closed:  # the engine will not parse it; judge its content as code
+                hit = _keyword(text[pos:stop])
+                if hit is not None:
+                    return hit[0], pos + hit[1]
+            pos = stop
+        elif char == "<":
+            body = _IRI_BODY.match(text, pos + 1)
+            stop = body.end() if body is not None else pos + 1
+            # Not an IRI: "<" is an operator, and the text after it is read as code. The
+            # body scanned stops at the next "<", so no character is scanned twice here.
+            pos = stop + 1 if stop < end and text[stop] == ">" else pos + 1
+        elif char in "?$" and pos + 1 < end and _VARNAME.match(text, pos + 1):
+            var = _VARNAME.match(text, pos + 1)
+            pos = var.end() if var is not None else pos + 1
+        else:
+            name = _NAME.match(text, pos)
+            if name is None:
+                pos += 1
+                continue
+            word = name.group()
+            colon = word.find(":")
+            if colon >= 0:
+                # pyoxigraph ends a local name earlier than the grammar does (``ex:x.y.SERVICE``
+                # is ``ex:x.y`` then ``.SERVICE``), so only its first plain run is a name.
+                run = _PLAIN.match(word, colon + 1)
+                exempt = run.end() if run is not None else colon + 1
+                word = word[: colon + 1] + " " * (exempt - colon - 1) + word[exempt:]
+            hit = _keyword(word)
+            if hit is not None:
+                return hit[0], pos + hit[1]
+            pos = name.end()
+    return None
+
+
+def _string(text: str, pos: int, quote: str) -> tuple[int, bool]:
+    """Where the string starting at ``pos`` ends, and whether it was closed."""
+    end = len(text)
+    if text.startswith(quote * 3, pos):
+        body, i = _LONG_BODY[quote], pos + 3
+        while True:
+            i = _end(body.match(text, i), i)
+            if i >= end:
+                return end, False
+            if text[i] == "\\":
+                i += 2
+            elif text.startswith(quote * 3, i):
+                return i + 3, True
+            else:
+                i += 1
+    body, i = _SHORT_BODY[quote], pos + 1
+    while True:
+        i = _end(body.match(text, i), i)
+        if i >= end or text[i] in "\n\r":
+            return min(i, end), False
+        if text[i] == "\\":
+            i += 2
+        else:
+            return i + 1, True
+
+
+def _end(match: re.Match[str] | None, default: int) -> int:
+    return match.end() if match is not None else default
+
+
+def _where(sparql: str, keyword: str, offset: int) -> Forbidden:
+    line = sparql.count("\n", 0, offset) + 1
+    column = offset - (sparql.rfind("\n", 0, offset) + 1) + 1
+    return Forbidden(keyword, line, column)
+
+
 def find_forbidden(sparql: str) -> Forbidden | None:
     """The first ``SERVICE`` or ``LOAD`` that SPARQL ``sparql`` could execute, or None.
 
     Only text that is a keyword, a function name, a language tag or a prefix counts; strings,
-    IRIs, comments, variables, blank node labels and local names do not.
+    IRIs, comments, variables, blank node labels and local names do not, both as written and
+    once ``\\u`` escapes are expanded. Linear time in the length of ``sparql``.
 
     >>> find_forbidden('INSERT DATA { <urn:a> <urn:says> "LOAD <http://x/>" }') is None
     True
     >>> find_forbidden("LOAD <http://example.org/data.ttl>")
     Forbidden(keyword='LOAD', line=1, column=1)
+    >>> find_forbidden("ASK {} # note \\\\u000A LOAD <http://evil/>")
+    Forbidden(keyword='LOAD', line=1, column=22)
     """
-    lowered = sparql.lower()
-    if "service" not in lowered and "load" not in lowered and "\\u" not in lowered:
+    upper = sparql.upper()
+    if "SERVICE" not in upper and "LOAD" not in upper and "\\U" not in upper:
         return None  # no spelling of either keyword can be made from this text
-    for match in _TOKEN.finditer(sparql):
-        kind = match.lastgroup
-        if kind in ("space", "comment", "string", "iri", "var", "number"):
-            continue
-        start, text = match.start(), match.group()
-        if kind in ("pname", "bnode"):
-            # pyoxigraph ends a local name earlier than the grammar does (``ex:x.y.SERVICE``
-            # is ``ex:x.y`` then ``.SERVICE``), so only its first plain run is exempt.
-            colon = text.index(":") + 1
-            run = _PLAIN_RUN.match(text, colon)
-            exempt = run.end() if run is not None else colon
-            text = text[:colon] + " " * (exempt - colon) + text[exempt:]
-        if "\\" in text:  # a keyword spelt with \\u escapes
-            text = _UCHARS.sub(lambda m: chr(int(m.group()[2:], 16)), text)
-            start = -1
-        found = _KEYWORDS.search(text)
-        if found is not None:
-            offset = start + found.start() if start >= 0 else match.start()
-            line = sparql.count("\n", 0, offset) + 1
-            column = offset - (sparql.rfind("\n", 0, offset) + 1) + 1
-            return Forbidden(found.group().upper(), line, column)
-    return None
+    hit = _scan(sparql)
+    if hit is not None:
+        return _where(sparql, *hit)
+    if "\\U" not in upper:
+        return None
+    expanded, spots = expand_escapes(sparql)
+    hit = _scan(expanded)
+    if hit is None:
+        return None
+    keyword, offset = hit
+    # Back to a position in the text as written: the last expansion at or before it.
+    index = bisect.bisect_right(spots, (offset, len(sparql))) - 1
+    if index >= 0:
+        out, raw = spots[index]
+        offset = raw if offset == out else raw + (offset - out) + _escape_len(sparql, raw) - 1
+    return _where(sparql, keyword, offset)
 
 
-# The shape of a point query as one regular expression over the text (matched in C: a few
-# microseconds, where walking the tokens in Python costs tens). Its pieces are the token
-# patterns above; anything they do not describe fails the match.
-_WS = r"(?:\s|\#[^\n\r]*)*"
-_STRING = r"""(?:'(?:[^'\\\n\r]|\\.)*'|"(?:[^"\\\n\r]|\\.)*")"""
-_IRI = rf"<(?:[^<>\"{{}}|^`\\\x00-\x20]|{_UCHAR})*>"
-_PNAME = rf"(?:{_PN_PREFIX})?:(?:{_PN_LOCAL})?"
-_VAR = r"[?$]\w+"
-_NAME = rf"(?:{_IRI}|{_PNAME})"
-_KW = r"(?![\w:])"  # a keyword ends where a name could not go on
-_TERM = (
-    rf"(?:{_IRI}|{_PNAME}|{_VAR}|\d+(?:\.\d+)?{_KW}|(?i:a|true|false){_KW}"
-    rf"|{_STRING}(?:@[A-Za-z]+(?:-[A-Za-z0-9]+)*|\^\^{_NAME})?)"
-)
-_TRIPLE = rf"{_TERM}{_WS}{_TERM}{_WS}{_TERM}{_WS}(?:\.{_WS})?"
-_POINT = re.compile(
-    rf"{_WS}(?:(?i:PREFIX){_WS}(?:{_PN_PREFIX})?:{_WS}{_IRI}{_WS}|(?i:BASE){_WS}{_IRI}{_WS})*"
-    rf"(?:(?i:SELECT){_KW}{_WS}(?:(?i:DISTINCT|REDUCED){_KW}{_WS})?"
-    rf"(?:\*{_WS}|(?:{_VAR}{_WS})+)|(?i:ASK){_KW}{_WS})"
-    rf"(?:(?i:FROM){_KW}{_WS}(?:(?i:NAMED){_KW}{_WS})?{_NAME}{_WS})*"
-    rf"(?:(?i:WHERE){_KW}{_WS})?"
-    rf"\{{{_WS}(?:(?i:GRAPH){_KW}{_WS}(?:{_NAME}|{_VAR}){_WS}\{{{_WS}{_TRIPLE}\}}{_WS}"
-    rf"(?:\.{_WS})?|{_TRIPLE})\}}{_WS}"
-    rf"(?:(?i:LIMIT){_KW}{_WS}\d+{_WS})?",
-    re.DOTALL,
-)
-
-
-def is_point_query(sparql: str) -> bool:
-    """True for a SELECT or ASK of one triple pattern (optionally inside one GRAPH) and
-    nothing else: no FILTER, OPTIONAL, UNION, path, subquery, expression, ORDER BY or
-    OFFSET. Each of its rows costs one index step, so the server may answer it on the spot,
-    a few rows at a time, without a worker thread.
-
-    >>> is_point_query("PREFIX ex: <urn:ex:> SELECT ?o WHERE { ex:s ex:p ?o } LIMIT 5")
-    True
-    >>> is_point_query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
-    False
-    """
-    return _POINT.fullmatch(sparql) is not None
+def _escape_len(sparql: str, raw: int) -> int:
+    return 6 if sparql[raw + 1] == "u" else 10

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import io
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from pyoxigraph import (
     NamedNode,
+    QueryBoolean,
     QueryResultsFormat,
     QuerySolutions,
     RdfFormat,
@@ -180,31 +181,48 @@ def query_answer(
     default_graph: Sequence[NamedNode] | None = None,
     named_graphs: Sequence[NamedNode] | None = None,
     bindings: Mapping[str, Any] | None = None,
+    base_iri: str | None = None,
     limit: int,
     cancel: threading.Event,
 ) -> Answer:
-    """Evaluate a query and write its result in the negotiated format.
+    """Evaluate a query and write its result in the negotiated format, row by row: the
+    result is never held whole, and writing stops at the size cap.
 
     Raises:
         HttpError: 400 malformed or failing, 406 not acceptable, 422 too large, 5xx store.
     """
     try:
-        result = store.query(
-            sparql,
-            default_graph=list(default_graph) if default_graph else None,
-            named_graphs=list(named_graphs) if named_graphs else None,
-            bindings=bindings,
-        )
-        if isinstance(result, bool):
+        if bindings:
+            result: Any = store.query(
+                sparql,
+                base_iri=base_iri,
+                default_graph=list(default_graph) if default_graph else None,
+                named_graphs=list(named_graphs) if named_graphs else None,
+                bindings=bindings,
+            )
+            if isinstance(result, SelectResult):
+                result = _solutions(result)
+            elif isinstance(result, GraphResult):
+                result = result.triples
+        else:
+            # The backend's own lazy result: CONSTRUCT triples and SELECT rows are produced
+            # as the writer asks for them (``RdfStore.query`` would make a list first).
+            result = store.backend.query(
+                sparql,
+                base_iri=base_iri,
+                default_graph=list(default_graph) if default_graph else None,
+                named_graphs=list(named_graphs) if named_graphs else None,
+            )
+        if isinstance(result, (bool, QueryBoolean)):
             offer = choose(accept, format_name, RESULTS_OFFERS)
-            return Answer(_boolean(result, offer.results), offer.content_type)
-        if isinstance(result, GraphResult):
-            offer = choose(accept, format_name, GRAPH_OFFERS)
-            return Answer(_triples(store, result, offer.rdf, limit, cancel), offer.content_type)
-        offer = choose(accept, format_name, RESULTS_OFFERS)
-        solutions = _solutions(result)
-        body = _write(lambda out: solutions.serialize(out, offer.results), limit, cancel)
-        return Answer(body, offer.content_type)
+            return Answer(_boolean(bool(result), offer.results), offer.content_type)
+        if isinstance(result, QuerySolutions):
+            offer = choose(accept, format_name, RESULTS_OFFERS)
+            rows = result
+            body = _write(lambda out: rows.serialize(out, offer.results), limit, cancel)
+            return Answer(body, offer.content_type)
+        offer = choose(accept, format_name, GRAPH_OFFERS)
+        return Answer(_triples(store, result, offer.rdf, limit, cancel), offer.content_type)
     except HttpError:
         raise
     except RdfMemError as exc:
@@ -212,10 +230,10 @@ def query_answer(
 
 
 def _triples(
-    store: RdfStore, result: GraphResult, fmt: RdfFormat, limit: int, cancel: threading.Event
+    store: RdfStore, triples: Iterable[Any], fmt: RdfFormat, limit: int, cancel: threading.Event
 ) -> bytes:
-    prefixes = dict(store.prefixes) if fmt == RdfFormat.TURTLE else {}
-    return _write(lambda out: serialize(result.triples, out, fmt, prefixes=prefixes), limit, cancel)
+    prefixes = dict(store.prefixes) if fmt in (RdfFormat.TURTLE, RdfFormat.TRIG) else {}
+    return _write(lambda out: serialize(triples, out, fmt, prefixes=prefixes), limit, cancel)
 
 
 def graph_answer(
@@ -237,10 +255,8 @@ def graph_answer(
     try:
         if whole:
             offer = choose(accept, format_name, DATASET_OFFERS)
-            body = store.export(offer.rdf).encode("utf-8")
-            if len(body) > limit:
-                raise _too_big(limit)
-            return Answer(body, offer.content_type)
+            quads = store.backend.match()  # streamed: stops at the size cap
+            return Answer(_triples(store, quads, offer.rdf, limit, cancel), offer.content_type)
         offer = choose(accept, format_name, GRAPH_OFFERS)
         if graph is None:
             where = "?s ?p ?o"
@@ -251,8 +267,8 @@ def graph_answer(
                 raise HttpError(400, f"graph is not an IRI: {graph!r} ({exc})") from exc
             if not store.query(f"ASK {{ {where} }}"):
                 raise HttpError(404, f"no graph <{graph}> in this store")
-        result = store.query(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {where} }}")
-        assert isinstance(result, GraphResult)
+        result = store.backend.query(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {where} }}")
+        assert not isinstance(result, (bool, QueryBoolean, QuerySolutions))
         return Answer(_triples(store, result, offer.rdf, limit, cancel), offer.content_type)
     except HttpError:
         raise
@@ -260,14 +276,16 @@ def graph_answer(
         raise _failure(exc) from exc
 
 
-def update_answer(store: RdfStore, sparql: str, cancel: threading.Event) -> Answer:
+def update_answer(
+    store: RdfStore, sparql: str, cancel: threading.Event, *, base_iri: str | None = None
+) -> Answer:
     """Run a SPARQL Update; 204 on success.
 
     Raises:
         HttpError: 400 malformed or failing (nothing changed), 5xx store.
     """
     try:
-        store.sparql_update(sparql)
+        store.sparql_update(sparql, base_iri=base_iri)
     except HttpError:
         raise
     except RdfMemError as exc:

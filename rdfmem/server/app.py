@@ -17,18 +17,26 @@ named query, 405 wrong method, 406 no acceptable format, 413 body too large, 415
 body type, 422 result larger than ``max_result_bytes``, 503 time limit exceeded or every worker
 busy (with ``Retry-After``).
 
-Queries run on a bounded pool of worker threads (``workers.py``). A point query (one triple
-pattern, see ``sparql_guard.is_point_query``) on embedded Oxigraph is answered on the event
-loop instead, up to 64 KiB of result: each of its rows is one index step, so it cannot run
-away, and skipping the thread hop saves a quarter of such a lookup's cost.
+Nothing that grows with the request runs on the event loop: the body is capped first, then
+the SPARQL guard (linear time) and the query run on a bounded pool of worker threads
+(``workers.py``). On embedded Oxigraph and rdflib every read is evaluated in a forked child
+process that is killed at the time limit (``isolate.py``), so a runaway query stops using the
+CPU when its caller gets the 503. Results are written row by row and stop at the size cap.
+
+Requests whose ``Host`` is not one of the names the server answers to (the bound address,
+``localhost`` for loopback, and ``allowed_hosts``) are refused with 421 (DNS rebinding), and
+so is any request carrying an ``Origin`` of another site unless ``cors`` allows it (403).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import ipaddress
 import json
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,14 +46,14 @@ from pyoxigraph import NamedNode, RdfFormat, serialize
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..backends import OxigraphBackend, RdflibBackend
 from ..errors import QueryError, RdfMemError
-from ..sparql_guard import find_forbidden, is_point_query
+from ..sparql_guard import find_forbidden
 from ..store import RdfStore
 from .answers import (
     Answer,
@@ -56,17 +64,16 @@ from .answers import (
     query_answer,
     update_answer,
 )
+from .isolate import ChildFailed, run_forked
 from .named import list_named_queries, load_named_query
-from .negotiate import GRAPH_OFFERS
+from .negotiate import DATASET_OFFERS, GRAPH_OFFERS, RESULTS_OFFERS, by_name
 from .page import named_index, query_page, service_description
 from .workers import Busy, TimedOut, WorkerPool, drop_locals
 
 __all__ = ["ServerConfigError", "ServerSettings", "create_app"]
 
 _log = logging.getLogger("rdfmem.server")
-#: The most a point query may write on the event loop before it is handed to a worker.
-_INLINE_BYTES = 64 << 10
-#: The cancel flag of work done on the event loop: nothing can cancel it mid-way.
+#: The cancel flag of work done in a child process: the parent kills it instead.
 _NEVER = threading.Event()
 _FORM = "application/x-www-form-urlencoded"
 _QUERY = "application/sparql-query"
@@ -76,6 +83,22 @@ _SAFE_HEADERS = {"X-Content-Type-Options": "nosniff"}
 
 
 _Handler = Callable[[Request], Awaitable[Response]]
+_ANY_OFFERS = RESULTS_OFFERS + GRAPH_OFFERS + DATASET_OFFERS
+
+
+def _kind(store: RdfStore) -> str:
+    """What ``/health`` says the store is: its kind only, never a path or a URL (which may
+    carry a password)."""
+    backend = store.backend
+    if isinstance(backend, OxigraphBackend):
+        return "oxigraph (on disk)" if backend.persistent else "oxigraph (in memory)"
+    if isinstance(backend, RdflibBackend):
+        return "rdflib"
+    return "remote SPARQL endpoint"
+
+
+def _one_or_first(pairs: list[tuple[str, str]], name: str) -> str | None:
+    return next((v for k, v in pairs if k == name), None)
 
 
 class ServerConfigError(RdfMemError, ValueError):
@@ -94,6 +117,9 @@ class ServerSettings:
     max_waiting: int = 64
     max_result_bytes: int = 64 << 20
     max_body: int = 1 << 20
+    allowed_hosts: tuple[str, ...] = ()
+    isolate: bool = True
+    body_timeout: float = 30.0
 
 
 def _response(answer: Answer) -> Response:
@@ -123,6 +149,16 @@ def _pairs(raw: bytes | str, what: str) -> list[tuple[str, str]]:
         raise HttpError(400, f"{what} is not valid UTF-8 once percent-decoded: {exc}") from exc
     except ValueError as exc:
         raise HttpError(400, f"{what} is malformed: {exc}") from exc
+
+
+def _format(pairs: list[tuple[str, str]]) -> str | None:
+    """The ``format`` (or ``output``) parameter; given more than once (SPARQLWrapper sends
+    ``format=tsv&format=text/tab-separated-values``), the first value the server knows."""
+    values = [v for k, v in pairs if k in ("format", "output") and v]
+    for value in values:
+        if by_name(value, _ANY_OFFERS) is not None:
+            return value
+    return values[0] if values else None
 
 
 def _one(pairs: list[tuple[str, str]], name: str) -> str | None:
@@ -163,10 +199,13 @@ class _Refusal:
     headers: dict[str, str]
 
 
-def _contained(job: Callable[[Any], Answer]) -> Callable[[Any], Answer | _Refusal]:
+def _contained(
+    job: Callable[[Any], Answer | _Refusal], *, log: bool = True
+) -> Callable[[Any], Answer | _Refusal]:
     """``job``, answering with plain data only: an exception raised on a worker keeps
     pyoxigraph results alive in its frames, and those may only be freed on that worker
-    (pyo3 raises otherwise), so no exception leaves it."""
+    (pyo3 raises otherwise), so no exception leaves it. ``log=False`` in a child process,
+    where a lock held by another thread at the fork could block the logger."""
 
     def run(cancel: Any) -> Answer | _Refusal:
         try:
@@ -175,8 +214,12 @@ def _contained(job: Callable[[Any], Answer]) -> Callable[[Any], Answer | _Refusa
             refusal = _Refusal(exc.status, exc.message, exc.headers)
             drop_locals(exc)
             return refusal
+        except TimedOut as exc:
+            drop_locals(exc)
+            return _Refusal(503, str(exc), {"Retry-After": "5"})
         except Exception as exc:
-            _log.exception("the store failed while answering")
+            if log:
+                _log.exception("the store failed while answering")
             refusal = _Refusal(500, f"the server failed: {type(exc).__name__}: {exc}", {})
             drop_locals(exc)
             return refusal
@@ -195,8 +238,11 @@ class _Endpoint:
         # other backends build their results in Python and leave garbage cycles to collect.
         size = 1 if isinstance(store.backend, RdflibBackend) else settings.max_concurrent
         self.pool = WorkerPool(size, max_waiting=settings.max_waiting, collect=not embedded)
-        #: Point queries may be answered on the event loop (lazy, row by row results).
-        self.inline = embedded
+        #: Reads evaluated in a killable child process: the backends that use this CPU
+        #: (a remote store's queries run on its server, which enforces its own limits).
+        self.isolate = settings.isolate and isinstance(
+            store.backend, (OxigraphBackend, RdflibBackend)
+        )
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -210,16 +256,52 @@ class _Endpoint:
             raise too_big
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise too_big
-            chunks.append(chunk)
+
+        async def read() -> None:
+            nonlocal size
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise too_big
+                chunks.append(chunk)
+
+        try:
+            await asyncio.wait_for(read(), self.settings.body_timeout)
+        except asyncio.TimeoutError:
+            raise HttpError(408, "the request body did not arrive in time") from None
+        except ClientDisconnect:
+            raise HttpError(400, "the client went away while sending its request") from None
         return b"".join(chunks)
 
-    async def _run(self, job: Callable[[Any], Answer]) -> Answer:
+    async def _run(
+        self, job: Callable[[Any], Answer], *, guard: str | None = None, read: bool = True
+    ) -> Answer:
+        """``job`` on a worker, after the guard has judged ``guard`` there (off the event
+        loop); a read on a local backend in a child process killed at the time limit."""
+        timeout = self.settings.timeout
+        deadline = time.monotonic() + timeout
+        isolate = read and self.isolate
+        # What a child may send back: the capped result plus room for its envelope.
+        room = self.settings.max_result_bytes + (1 << 16)
+
+        def work(cancel: threading.Event) -> Answer | _Refusal:
+            if guard is not None:
+                self._guard(guard)
+            if not isolate:
+                return job(cancel)
+            try:
+                outcome: Answer | _Refusal = run_forked(
+                    lambda: _contained(job, log=False)(_NEVER),
+                    deadline=deadline,
+                    cancel=cancel,
+                    max_bytes=room,
+                )
+            except ChildFailed as exc:
+                raise HttpError(500, f"the query failed: {exc}") from exc
+            return outcome
+
         try:
-            outcome = await self.pool.run(_contained(job), timeout=self.settings.timeout)
+            outcome = await self.pool.run(_contained(work), timeout=timeout)
         except TimedOut as exc:
             raise HttpError(503, str(exc), {"Retry-After": "5"}) from exc
         except Busy as exc:
@@ -262,6 +344,11 @@ class _Endpoint:
         except HttpError as exc:
             return _error(exc)
 
+    @staticmethod
+    def _base(request: Request) -> str:
+        """The service URL, the base IRI of relative IRIs in queries and updates."""
+        return str(request.url.replace(query="", fragment=""))
+
     async def _sparql(self, request: Request) -> Answer:
         pairs = _pairs(request.scope.get("query_string", b""), "the URL's query string")
         query: str | None
@@ -275,6 +362,10 @@ class _Endpoint:
             update = None
         else:
             media, charset = _media_type(request)
+            if charset.lower() not in ("utf-8", "utf8", "us-ascii", "ascii"):
+                raise HttpError(
+                    415, f"the body must be UTF-8 text (SPARQL 1.1 Protocol), not {charset}"
+                )
             body = await self._body(request)
             if media == _FORM:
                 pairs = pairs + _pairs(body, "the form body")
@@ -298,35 +389,26 @@ class _Endpoint:
         return await self._query(request, query, pairs)
 
     async def _query(self, request: Request, query: str, pairs: list[tuple[str, str]]) -> Answer:
-        self._guard(query)
         accept = request.headers.get("accept")
-        format_name = _one(pairs, "format") or _one(pairs, "output")
+        format_name = _format(pairs)
         acceptable_at_all(accept, format_name)
         defaults = _iris(pairs, "default-graph-uri")
         named = _iris(pairs, "named-graph-uri")
-        store, cap = self.store, self.settings.max_result_bytes
-
-        def job(limit: int) -> Callable[[threading.Event], Answer]:
-            return lambda cancel: query_answer(
+        store, cap, base = self.store, self.settings.max_result_bytes, self._base(request)
+        return await self._run(
+            lambda cancel: query_answer(
                 store,
                 query,
                 accept=accept,
                 format_name=format_name,
                 default_graph=defaults or None,
                 named_graphs=named or None,
-                limit=limit,
+                base_iri=base,
+                limit=cap,
                 cancel=cancel,
-            )
-
-        if self.inline and is_point_query(query):
-            # One triple pattern on embedded Oxigraph: every row is one index step, so answer
-            # here a few rows' worth at most, and leave bigger results to a worker.
-            outcome = _contained(job(min(cap, _INLINE_BYTES)))(_NEVER)
-            if isinstance(outcome, Answer):
-                return outcome
-            if outcome.status != 422 or cap <= _INLINE_BYTES:
-                raise HttpError(outcome.status, outcome.message, outcome.headers)
-        return await self._run(job(cap))
+            ),
+            guard=query,
+        )
 
     async def _update(self, request: Request, update: str, pairs: list[tuple[str, str]]) -> Answer:
         self._check_token(request)
@@ -334,12 +416,15 @@ class _Endpoint:
             raise HttpError(
                 400, "using-graph-uri and using-named-graph-uri are not supported; use USING"
             )
-        self._guard(update)
-        store = self.store
-        return await self._run(lambda cancel: update_answer(store, update, cancel))
+        store, base = self.store, self._base(request)
+        return await self._run(
+            lambda cancel: update_answer(store, update, cancel, base_iri=base),
+            guard=update,
+            read=False,
+        )
 
     def _description(self, request: Request, pairs: list[tuple[str, str]]) -> Answer:
-        offer = choose(request.headers.get("accept"), _one(pairs, "format"), GRAPH_OFFERS)
+        offer = choose(request.headers.get("accept"), _format(pairs), GRAPH_OFFERS)
         endpoint = str(request.url.replace(query=""))
         triples = service_description(endpoint, allow_update=self.settings.allow_update)
         prefixes = {"sd": "http://www.w3.org/ns/sparql-service-description#"}
@@ -356,7 +441,7 @@ class _Endpoint:
             if graph is not None and default:
                 raise HttpError(400, "give either ?default or ?graph=IRI, not both")
             accept = request.headers.get("accept")
-            format_name = _one(pairs, "format")
+            format_name = _format(pairs)
             store, cap = self.store, self.settings.max_result_bytes
             whole = graph is None and not default
             answer = await self._run(
@@ -387,10 +472,10 @@ class _Endpoint:
             except KeyError as exc:
                 raise HttpError(404, str(exc.args[0])) from exc
             pairs = _pairs(request.scope.get("query_string", b""), "the URL's query string")
-            format_name = _one(pairs, "format")
+            format_name = _format(pairs)
             given: dict[str, str] = {}
             for key, value in pairs:
-                if key == "format":
+                if key in ("format", "output"):
                     continue
                 if key in given:
                     raise HttpError(400, f"the parameter {key!r} was given more than once")
@@ -399,7 +484,6 @@ class _Endpoint:
                 text, bindings = named.prepare(given)
             except QueryError as exc:
                 raise HttpError(400, str(exc)) from exc
-            self._guard(text)
             accept = request.headers.get("accept")
             acceptable_at_all(accept, format_name)
             store, cap = self.store, self.settings.max_result_bytes
@@ -412,7 +496,8 @@ class _Endpoint:
                     bindings=bindings,
                     limit=cap,
                     cancel=cancel,
-                )
+                ),
+                guard=text,
             )
             return _response(answer)
         except HttpError as exc:
@@ -421,7 +506,7 @@ class _Endpoint:
     async def health(self, request: Request) -> Response:
         doc = {
             "status": "ok",
-            "store": repr(self.store),
+            "store": _kind(self.store),
             "queries_running": self.pool.running,
             "max_concurrent": self.pool.size,
             "updates": self.settings.allow_update,
@@ -429,7 +514,8 @@ class _Endpoint:
         return Response(json.dumps(doc), 200, _SAFE_HEADERS, media_type="application/json")
 
     async def page(self, request: Request) -> Response:
-        body = query_page(list_named_queries())
+        pairs = _pairs(request.scope.get("query_string", b""), "the URL's query string")
+        body = query_page(list_named_queries(), query=_one_or_first(pairs, "query"))
         return Response(body, 200, _SAFE_HEADERS, media_type="text/html; charset=utf-8")
 
 
@@ -444,6 +530,9 @@ def create_app(
     max_waiting: int = 64,
     max_result_bytes: int = 64 << 20,
     max_body: int = 1 << 20,
+    allowed_hosts: tuple[str, ...] | list[str] = (),
+    isolate: bool = True,
+    body_timeout: float = 30.0,
 ) -> ASGIApp:
     """An ASGI app serving ``store`` over the SPARQL 1.1 Protocol (see the module docstring).
 
@@ -457,12 +546,17 @@ def create_app(
         max_waiting: requests that may wait for a worker before 503s start.
         max_result_bytes: bytes a result may take once written (422 beyond).
         max_body: bytes a request body may hold (413 beyond).
+        allowed_hosts: host names the server answers to besides ``localhost`` and IP
+            addresses (which DNS rebinding cannot use); ``"*"`` turns the check off.
+        isolate: evaluate reads on embedded Oxigraph and rdflib in a child process killed
+            at the time limit (on by default; off only to measure what it costs).
+        body_timeout: seconds a client may take to send its request body (408 beyond).
 
     >>> from starlette.testclient import TestClient
     >>> from rdfmem import RdfStore
     >>> store = RdfStore()
     >>> store.assert_("urn:a", "urn:says", "hi")
-    >>> with TestClient(create_app(store)) as client:
+    >>> with TestClient(create_app(store), base_url="http://localhost") as client:
     ...     response = client.get("/sparql", params={"query": "SELECT ?o { ?s ?p ?o }"},
     ...                           headers={"Accept": "text/csv"})
     >>> response.text.splitlines()
@@ -490,6 +584,9 @@ def create_app(
         max_waiting=max_waiting,
         max_result_bytes=max_result_bytes,
         max_body=max_body,
+        allowed_hosts=tuple(h.lower() for h in allowed_hosts),
+        isolate=isolate,
+        body_timeout=body_timeout,
     )
     endpoint = _Endpoint(store, settings)
     routes: list[tuple[str, _Handler, list[str]]] = [
@@ -516,9 +613,67 @@ def create_app(
         middleware=middleware,
     )
     app.state.endpoint = endpoint
-    if settings.cors:
-        return app
-    return _Shortcut(app, endpoint)
+    inner: ASGIApp = app if settings.cors else _Shortcut(app, endpoint)
+    return _Gate(inner, settings)
+
+
+def _host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
+    """Whether a ``Host`` header names this server: an IP address (DNS rebinding needs a
+    name), ``localhost``, or one of ``allowed`` (``"*"`` allows any)."""
+    if "*" in allowed:
+        return True
+    name = host.strip().lower()
+    if name.startswith("["):  # [v6]:port
+        name = name[1 : name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    if not name:
+        return False
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    return name.rstrip(".") in ("localhost", *allowed) or name in allowed
+
+
+class _Gate:
+    """Refuses, before any routing, requests that are not the user's own: a ``Host`` the
+    server does not answer to (421: DNS rebinding), and an ``Origin`` of another site that
+    CORS does not allow (403: a cross-site request, even a "simple" form POST)."""
+
+    def __init__(self, app: ASGIApp, settings: ServerSettings) -> None:
+        self.app = app
+        self.settings = settings
+        self.state = getattr(app, "state", None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {k.lower(): v for k, v in scope.get("headers", [])}
+            host = headers.get(b"host", b"").decode("latin-1")
+            refusal = None
+            if not _host_allowed(host, self.settings.allowed_hosts):
+                refusal = HttpError(
+                    421,
+                    f"this server does not answer to the host {host!r}; start it with "
+                    "--allowed-host NAME to allow a name",
+                )
+            else:
+                origin = headers.get(b"origin")
+                if origin is not None:
+                    given = origin.decode("latin-1").rstrip("/").lower()
+                    own = {f"{scope.get('scheme', 'http')}://{host.lower()}"}
+                    cors = self.settings.cors
+                    if given not in own and "*" not in cors and given not in cors:
+                        refusal = HttpError(
+                            403,
+                            f"cross-origin request from {given!r} refused; start the server "
+                            "with --cors ORIGIN to allow that site",
+                        )
+            if refusal is not None:
+                await _error(refusal)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _Shortcut:

@@ -85,6 +85,9 @@ function cell(term) {
 }
 form.addEventListener("submit", async (event) => {
   event.preventDefault();
+  const shared = new URL(location.href);
+  shared.searchParams.set("query", document.getElementById("query").value);
+  history.replaceState(null, "", shared);
   out.replaceChildren(); status.textContent = "running…";
   const started = performance.now();
   const response = await fetch("sparql", {
@@ -110,6 +113,7 @@ form.addEventListener("submit", async (event) => {
   status.textContent = data.results.bindings.length + " rows, " + ms + " ms";
   out.append(table);
 });
+if (__AUTORUN__) form.requestSubmit();
 </script>
 </body></html>
 """
@@ -119,26 +123,31 @@ WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }
 GROUP BY ?g ORDER BY DESC(?triples)"""
 
 
-def query_page(named: Sequence[NamedQuery]) -> str:
-    """The HTML query page: a form posting to ``/sparql`` and the named queries.
+def query_page(named: Sequence[NamedQuery], *, query: str | None = None) -> str:
+    """The HTML query page: a form posting to ``/sparql`` and the named queries. Given a
+    ``query`` (the page's own ``?query=``, a shared link), the form holds it and runs it.
 
     >>> "<textarea" in query_page([])
     True
+    >>> "ASK {}" in query_page([], query="ASK {}")
+    True
     """
+    shown = query or _DEFAULT_QUERY
     items = []
-    for query in named:
-        params = urlencode({p.name: p.default or "" for p in query.params})
-        href = html.escape(f"queries/{query.name}" + (f"?{params}" if params else ""))
+    for item in named:
+        params = urlencode({p.name: p.default or "" for p in item.params})
+        href = html.escape(f"queries/{item.name}" + (f"?{params}" if params else ""))
         described = ", ".join(
-            f"{p.name} ({p.datatype}{'' if p.required else ', optional'})" for p in query.params
+            f"{p.name} ({p.datatype}{'' if p.required else ', optional'})" for p in item.params
         )
         items.append(
-            f'<li><a href="{href}">{html.escape(query.name)}</a>'
+            f'<li><a href="{href}">{html.escape(item.name)}</a>'
             + (f" — {html.escape(described)}" if described else "")
             + "</li>"
         )
     listed = "\n".join(items) or "<li>none</li>"
-    page = _PAGE.replace("__QUERY__", html.escape(_DEFAULT_QUERY))
+    page = _PAGE.replace("__QUERY__", html.escape(shown))
+    page = page.replace("__AUTORUN__", "true" if query else "false")
     return page.replace("__NAMED__", listed)
 
 

@@ -5,6 +5,8 @@ agent's memory while the agent keeps using it.
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import socket
 import sys
 import threading
@@ -12,7 +14,9 @@ import time
 from types import TracebackType
 from typing import Any
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..errors import BackingError
 from ..store import RdfStore
@@ -23,7 +27,71 @@ __all__ = ["BackgroundServer", "serve"]
 
 #: No lifespan events (the caller owns the store), no ``Server: uvicorn`` header, and no
 #: ``X-Forwarded-*`` rewriting: the endpoint is not meant to sit behind a proxy by default.
-_UVICORN: dict[str, Any] = {"lifespan": "off", "server_header": False, "proxy_headers": False}
+_UVICORN: dict[str, Any] = {
+    "lifespan": "off",
+    "server_header": False,
+    "proxy_headers": False,
+    "timeout_keep_alive": 5,
+}
+#: Connections open at once; more are closed as soon as they are accepted.
+MAX_CONNECTIONS = 256
+#: Seconds a client may take to send a request's line and headers.
+HEADER_TIMEOUT = 10.0
+
+
+class _Bounded(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with the two limits it lacks: a cap on open connections,
+    and a time limit on receiving a request's headers (slow clients cannot hold descriptors)."""
+
+    max_connections = MAX_CONNECTIONS
+    header_timeout = HEADER_TIMEOUT
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._header_timer: asyncio.TimerHandle | None = None
+        if len(self.connections) > self.max_connections:
+            transport.abort()  # over the cap: refuse at once, keep answering the others
+            return
+        self._header_timer = self.loop.call_later(self.header_timeout, self._too_slow)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        waiting = self.conn.their_state is h11.IDLE
+        if not waiting and self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        elif waiting and self._header_timer is None and not self.transport.is_closing():
+            self._header_timer = self.loop.call_later(self.header_timeout, self._too_slow)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().connection_lost(exc)
+
+    def _too_slow(self) -> None:
+        self._header_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
+
+
+def _bounded(max_connections: int, header_timeout: float) -> type[_Bounded]:
+    return type(
+        "BoundedH11",
+        (_Bounded,),
+        {"max_connections": max_connections, "header_timeout": header_timeout},
+    )
+
+
+def _names(host: str, allowed: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The host names the server answers to: ``allowed``, plus the bound name if it is one
+    (an IP address is always accepted; see ``app._host_allowed``)."""
+    names = list(allowed)
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        names.append(host)
+    return tuple(names)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -54,20 +122,33 @@ def serve(
     port: int = 7879,
     access_log: bool = True,
     log_level: str = "info",
+    allowed_hosts: tuple[str, ...] | list[str] = (),
+    max_connections: int = MAX_CONNECTIONS,
+    header_timeout: float = HEADER_TIMEOUT,
     **options: Any,
 ) -> None:
     """Serve ``store`` until interrupted (Ctrl-C). ``options`` go to ``create_app``.
+
+    ``allowed_hosts`` are host names besides ``localhost`` and IP addresses that the server
+    answers to (the bound name is added); ``max_connections`` caps open connections and
+    ``header_timeout`` is how long a client may take to send its request headers.
 
     Raises:
         BackingError: the address cannot be listened on.
         ServerConfigError: options that do not fit together.
     """
-    app = create_app(store, **options)
+    app = create_app(store, allowed_hosts=_names(host, allowed_hosts), **options)
     sock = _bind(host, port)
     # This process only serves: hand the GIL between the event loop and the query workers
     # every 0.2 ms rather than 5 ms, or each worker waits for the busy loop (+30% req/s).
     sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
-    config = uvicorn.Config(app, access_log=access_log, log_level=log_level, **_UVICORN)
+    config = uvicorn.Config(
+        app,
+        access_log=access_log,
+        log_level=log_level,
+        http=_bounded(max_connections, header_timeout),
+        **_UVICORN,
+    )
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
@@ -94,13 +175,22 @@ class BackgroundServer:
         host: str = "127.0.0.1",
         port: int = 0,
         log_level: str = "warning",
+        allowed_hosts: tuple[str, ...] | list[str] = (),
+        max_connections: int = MAX_CONNECTIONS,
+        header_timeout: float = HEADER_TIMEOUT,
         **options: Any,
     ) -> None:
-        self.app = create_app(store, **options)
+        self.app = create_app(store, allowed_hosts=_names(host, allowed_hosts), **options)
         self._sock = _bind(host, port)
         self.host = host
         self.port = int(self._sock.getsockname()[1])
-        config = uvicorn.Config(self.app, access_log=False, log_level=log_level, **_UVICORN)
+        config = uvicorn.Config(
+            self.app,
+            access_log=False,
+            log_level=log_level,
+            http=_bounded(max_connections, header_timeout),
+            **_UVICORN,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,

@@ -1,0 +1,143 @@
+"""Shared pieces of the ``rdfmem serve`` tests: data, served stores, a listener that counts
+outbound connections, tight limits."""
+
+from __future__ import annotations
+
+import csv
+import io
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pyoxigraph as ox
+import pytest
+
+from rdfmem import RdfStore
+from rdfmem.server import BackgroundServer
+
+SELECT_ALL = "SELECT ?s ?p ?o WHERE { ?s ?p ?o } ORDER BY ?s ?p ?o"
+CONSTRUCT_ALL = "CONSTRUCT WHERE { ?s ?p ?o }"
+TOKEN = "s3cret-token"
+
+
+def fill(store: RdfStore) -> None:
+    store.assert_("urn:ex:alice", "urn:ex:says", 'héllo "world"')
+    store.assert_("urn:ex:alice", "urn:ex:age", 42)
+    store.assert_("urn:ex:bob", "urn:ex:says", ox.Literal("salut", language="fr"))
+    store.assert_("urn:ex:bob", "urn:ex:knows", ox.NamedNode("urn:ex:alice"), graph="urn:ex:g1")
+    store.assert_("urn:ex:carol", "urn:ex:knows", ox.NamedNode("urn:ex:bob"), graph="urn:ex:g2")
+    store.set("budget", {"tokens": 4096})
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackgroundServer]:
+    """One on-disk store with a little data, served read-only with default limits."""
+    store = RdfStore.open(tmp_path_factory.mktemp("served") / "store")
+    fill(store)
+    with BackgroundServer(store) as server:
+        yield server
+    store.close()
+
+
+@pytest.fixture
+def client(served: BackgroundServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=served.url, timeout=30) as c:
+        yield c
+
+
+def rows_of(data: bytes, fmt: ox.QueryResultsFormat) -> set[tuple[str, ...]]:
+    if fmt == ox.QueryResultsFormat.CSV:  # lossy: pyoxigraph does not read it back
+        lines = list(csv.reader(io.StringIO(data.decode("utf-8"))))
+        return {tuple(line) for line in lines[1:]}
+    parsed = ox.parse_query_results(data, fmt)
+    assert isinstance(parsed, ox.QuerySolutions)
+    names = [v.value for v in parsed.variables]
+    return {tuple(str(s[n]) for n in names) for s in parsed}
+
+
+def triples_of(data: bytes, fmt: ox.RdfFormat) -> set[ox.Triple]:
+    return {q.triple if isinstance(q, ox.Quad) else q for q in ox.parse(data, fmt)}
+
+
+# -- real clients ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def writable() -> Iterator[tuple[BackgroundServer, RdfStore]]:
+    store = RdfStore()
+    fill(store)
+    with BackgroundServer(store, allow_update=True, token=TOKEN) as server:
+        yield server, store
+
+
+class Listener:
+    """A loopback TCP listener that counts connections: SERVICE or LOAD would connect here."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+        self.hits = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.hits += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[Listener]:
+    lst = Listener()
+    yield lst
+    lst.close()
+
+
+def spellings(url: str) -> list[str]:
+    pre = f"PREFIX : <{url}> PREFIX svc: <{url}> "
+    where = "SELECT * WHERE { BIND(1 AS ?one) "
+    return [
+        f"SELECT * WHERE {{ SERVICE <{url}> {{ ?s ?p ?o }} }}",
+        f"select * where {{ service <{url}> {{ ?s ?p ?o }} }}",
+        f"SELECT * WHERE {{ sErViCe SiLeNt <{url}> {{ ?s ?p ?o }} }}",
+        f"SELECT * WHERE {{ SERVICE#comment\n<{url}>{{}} }}",
+        f"SELECT * WHERE {{ SERVICE\t\r\n<{url}>{{}} }}",
+        f"{pre}SELECT * WHERE {{ SERVICE svc:x {{ }} }}",
+        f"{pre}SELECT * WHERE {{ SERVICE:x{{}} }}",
+        f"{pre}{where}SERVICE:{{}} }}",
+        f"{where}BIND(IRI('{url}') AS ?u) SERVICE ?u {{ }} }}",
+        f"SELECT * WHERE {{ ?s ?p falseSERVICE<{url}>{{}} }}",
+        f"SELECT * WHERE {{ ?s ?p ?o SERVICESILENT<{url}>{{}} }}",
+        f"{pre}SELECT * WHERE {{ ?s ?p ex:x.y.SERVICE<{url}>{{}} }}",
+        f"SELECT * WHERE {{ {{}}SERVICE<{url}>{{}} }}",
+        f"SELECT * WHERE {{ OPTIONAL{{SERVICE<{url}>{{}}}} }}",
+        f"SELECT * WHERE {{ \\u0053ERVICE <{url}> {{}} }}",
+        f"# SERVICE in a comment is fine, but not here:\nSELECT * {{ SERVICE <{url}> {{}} }}",
+        f"SELECT * WHERE {{ ?s ?p 'x' . SERVICE <{url}> {{}} }}",
+    ]
+
+
+@contextmanager
+def limited(max_result_bytes: int = 1 << 20, timeout: float = 0.5) -> Iterator[BackgroundServer]:
+    """A server with tight limits over 200 triples (cross products explode quickly)."""
+    store = RdfStore()
+    for i in range(200):
+        store.assert_(f"urn:ex:s{i}", "urn:ex:p", i)
+    with BackgroundServer(
+        store, timeout=timeout, max_concurrent=2, max_waiting=0, max_result_bytes=max_result_bytes
+    ) as server:
+        yield server
+
+
+def running_queries(server: BackgroundServer) -> int:
+    return int(httpx.get(server.url + "/health").json()["queries_running"])
