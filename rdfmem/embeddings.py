@@ -11,8 +11,9 @@ L2-normalised):
   for the CPU build).
 
 A vector is stored as one literal: base64 of little-endian float32 values, typed
-``rm:float32Vector``. ``VectorIndex`` loads every vector of some named graphs with one query
-and keeps the decoded matrix while nothing is written to the store.
+``rm:float32Vector``. ``VectorIndex`` searches the vectors of some named graphs: on an
+embedded store from a matrix kept up to date by the writes (``rdfmem.index``), on a remote
+store from every vector, read afresh with one query.
 
 >>> embedder = HashingEmbedder()
 >>> docs = embedder.embed(["deploying the API to production", "grandma's apple pie recipe"])
@@ -33,8 +34,8 @@ import os
 import re
 import unicodedata
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -43,6 +44,7 @@ from numpy.typing import NDArray
 from pyoxigraph import Literal, NamedNode
 
 from .errors import InvalidValue
+from .index import IndexHub, VectorSet, indexes
 from .ontology import RDFMEM
 from .terms import sparql_term
 
@@ -56,6 +58,7 @@ __all__ = [
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
     "VectorIndex",
+    "VectorWrite",
     "literal_vector",
     "top_k",
     "vector_literal",
@@ -296,64 +299,105 @@ def top_k(matrix: NDArray[np.float32], query: Vector, limit: int) -> list[tuple[
     return [(int(i), float(scores[i])) for i in order if scores[i] > 0.0]
 
 
-# -- loading and caching vectors ------------------------------------------------------------
+# -- loading and keeping vectors ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Block:
-    """The vectors of one dimension: row i is ``subjects[i]`` in ``graphs[i]``."""
+class VectorWrite:
+    """The vector changes of one domain write (see ``VectorIndex.writing``)."""
 
-    graphs: list[NamedNode]
-    subjects: list[NamedNode]
-    matrix: NDArray[np.float32]
+    def __init__(self) -> None:
+        self.changes: list[tuple[NamedNode, Vector | None]] = []
+
+    def put(self, subject: NamedNode, vector: Vector | Sequence[float]) -> None:
+        """``subject`` now has this vector."""
+        self.changes.append((subject, np.asarray(vector, dtype=np.float32)))
+
+    def remove(self, subject: NamedNode) -> None:
+        """``subject`` has no vector any more."""
+        self.changes.append((subject, None))
 
 
 class VectorIndex:
-    """The stored vectors of some named graphs, loaded with one query, searched with numpy.
+    """The stored vectors of some named graphs, searched by cosine.
 
-    The decoded matrix is kept until the store is written again (``backend.generation``
-    moves), on backends whose every write passes through rdfmem (``exclusive_writer``);
-    a shared remote store is read afresh at every search.
+    On an embedded store the vectors live in a ``rdfmem.index.VectorSet`` of the store's
+    index hub, shared by every ``VectorIndex`` of those graphs: writes made inside
+    ``writing`` change it row by row in their critical section; any other write to the
+    graphs (or of unknown scope) makes it load every vector again with one query before the
+    next search. A shared remote store is read afresh at every search.
     """
 
     def __init__(self, store: RdfStore, predicate: NamedNode = EMBEDDING) -> None:
         self.store = store
         self.predicate = predicate
-        self._cache: dict[tuple[str, ...], tuple[int, dict[int, _Block]]] = {}
 
     def search(
         self, graphs: Sequence[NamedNode], query: Vector, limit: int
     ) -> list[tuple[NamedNode, NamedNode, float]]:
-        """``(graph, subject, score)`` of the best ``limit`` vectors with a score above 0."""
+        """``(graph, subject, score)`` of the best ``limit`` vectors with a score above 0,
+        highest first (equal scores by subject IRI)."""
         if limit <= 0 or not graphs:
             return []
-        block = self._blocks(graphs).get(int(query.shape[0]))
-        if block is None:
-            return []
-        return [
-            (block.graphs[i], block.subjects[i], s) for i, s in top_k(block.matrix, query, limit)
-        ]
+        names = tuple(g.value for g in graphs)
+        hub = indexes(self.store)
+        if hub is None:
+            vectors = VectorSet(names, self.predicate.value, approximate=False)
+            vectors.rebuild(self._entries(graphs))
+            hits = vectors.search(query, limit)
+        else:
+            with self.store.backend.lock:
+                vectors = self._fresh(hub, names)
+                hits = vectors.search(query, limit)
+        return [(NamedNode(g), NamedNode(s), score) for g, s, score in hits]
 
-    def _blocks(self, graphs: Sequence[NamedNode]) -> dict[int, _Block]:
-        backend = self.store.backend
-        key = tuple(g.value for g in graphs)
-        generation = backend.generation  # read before loading: a later write invalidates
-        if backend.exclusive_writer:
-            cached = self._cache.get(key)
-            if cached is not None and cached[0] == generation:
-                return cached[1]
-        blocks = self._load(graphs)
-        if backend.exclusive_writer:
-            self._cache = {key: (generation, blocks)}
-        return blocks
+    def vector_set(self, graphs: Sequence[NamedNode]) -> VectorSet | None:
+        """The fresh ``VectorSet`` of ``graphs`` (None on a remote store); use it while
+        holding ``store.backend.lock``."""
+        hub = indexes(self.store)
+        if hub is None:
+            return None
+        with self.store.backend.lock:
+            return self._fresh(hub, tuple(g.value for g in graphs))
 
-    def _load(self, graphs: Sequence[NamedNode]) -> dict[int, _Block]:
+    def _fresh(self, hub: IndexHub, names: tuple[str, ...]) -> VectorSet:
+        vectors = hub.vectors(names, self.predicate.value)
+        if not hub.fresh(vectors.seen, names):  # written around the index: load again
+            vectors.rebuild(self._entries([NamedNode(g) for g in names]))
+            vectors.seen = self.store.backend.generation
+        return vectors
+
+    @contextmanager
+    def writing(self, graph: NamedNode) -> Iterator[VectorWrite]:
+        """Make a write to ``graph`` and say what it did to vectors (``put``/``remove`` on
+        the object yielded): the vector sets covering ``graph`` that were fresh before it
+        are changed accordingly when the block ends without an error, under the write lock.
+        """
+        change = VectorWrite()
+        hub = indexes(self.store)
+        if hub is None:
+            yield change
+            return
+        with hub.writing([graph.value]):
+            sets = [
+                v
+                for v in hub.vector_sets(graph.value, self.predicate.value)
+                if hub.fresh(v.seen, v.graphs)
+            ]
+            yield change
+            for vectors in sets:
+                for subject, vector in change.changes:
+                    if vector is None:
+                        vectors.remove(graph.value, subject.value)
+                    else:
+                        vectors.put(graph.value, subject.value, vector)
+                vectors.seen = self.store.backend.generation
+
+    def _entries(self, graphs: Sequence[NamedNode]) -> Iterator[tuple[str, str, Vector]]:
         values = " ".join(sparql_term(g) for g in graphs)
         rows = self.store.query(
             f"SELECT ?g ?s ?v WHERE {{ VALUES ?g {{ {values} }} "
             f"GRAPH ?g {{ ?s {sparql_term(self.predicate)} ?v }} }}"
         )
-        by_size: dict[int, tuple[list[NamedNode], list[NamedNode], list[bytes]]] = {}
         for row in rows:  # type: ignore[union-attr]
             subject, literal, graph = row["s"], row["v"], row["g"]
             if not isinstance(literal, Literal) or literal.datatype != FLOAT32_VECTOR:
@@ -366,17 +410,4 @@ class VectorIndex:
                 continue  # a vector written by someone else, broken: not searchable
             if not raw or len(raw) % 4:
                 continue
-            bucket = by_size.setdefault(len(raw) // 4, ([], [], []))
-            bucket[0].append(graph)  # type: ignore[arg-type]
-            bucket[1].append(subject)
-            bucket[2].append(raw)
-        blocks: dict[int, _Block] = {}
-        for dimension, (graph_list, subjects, chunks) in by_size.items():
-            matrix = np.frombuffer(b"".join(chunks), dtype="<f4").astype(np.float32)
-            matrix = matrix.reshape(len(chunks), dimension)
-            if not np.isfinite(matrix).all():  # only a vector written by someone else
-                matrix = np.nan_to_num(matrix, nan=0.0, posinf=0.0, neginf=0.0)
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            np.divide(matrix, norms, out=matrix, where=norms > 0)
-            blocks[dimension] = _Block(graph_list, subjects, matrix)
-        return blocks
+            yield graph.value, subject.value, np.frombuffer(raw, dtype="<f4")

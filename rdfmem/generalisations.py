@@ -237,16 +237,17 @@ class Generalisations:
             GeneralisationNotFound: no generalisation has that id in this group.
         """
         subject = self.subject(id)
-        with self.store.exclusive(subject):
+        with self.store.exclusive(subject), self._index.writing(self.graph) as vectors:
             if not self._exists(subject):
                 raise GeneralisationNotFound(f"no generalisation {id!r} in group {self.group_id!r}")
             self.store.sparql_update(self._delete_request(subject))
+            vectors.remove(subject)
 
     def _put(self, g: Generalisation, *, must_exist: bool) -> Generalisation:
         subject = self.subject(g.id)
         vector = self.embedder.embed([g.content])[0]
         now = datetime.now(timezone.utc)
-        with self.store.exclusive(subject):
+        with self.store.exclusive(subject), self._index.writing(self.graph) as vectors:
             old = self._read([subject]).get(subject.value)
             if old is None and must_exist:
                 raise GeneralisationNotFound(
@@ -264,6 +265,7 @@ class Generalisations:
             self.store.sparql_update(
                 f"{self._delete_request(subject)} ;\nINSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}"
             )
+            vectors.put(subject, vector)
         return stored
 
     def _triples(

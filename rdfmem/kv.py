@@ -9,6 +9,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from .backends.base import Backend
 from .errors import IncompatibleSnapshot, InvalidKey
+from .index.hub import hub_of
 from .keys import KeyCodec, decode_value, encode_value, loads
 
 __all__ = ["KeyValue", "SNAPSHOT_TYPE", "SNAPSHOT_VERSION"]
@@ -67,8 +68,15 @@ class KeyValue:
     def _init_kv(self) -> None:
         self._cache = _ReadCache(self.backend) if self.backend.exclusive_writer else None
 
-    def _wrote(self) -> None:
+    def _wrote_entries(self) -> None:
+        # Named apart from TripleStore._wrote: RdfStore inherits both, and a triple-level
+        # write must not be recorded as an entry write.
+        # An entry write touches only the entry graph: the index hub leaves the indexes of
+        # other graphs (vectors, decisions) fresh.
         self.backend.generation += 1
+        hub = hub_of(self.backend)
+        if hub is not None:
+            hub.wrote((self._kv_graph.value,))
 
     def _entry_quads(self, subject: NamedNode) -> list[Quad]:
         return list(self.backend.match(subject, self._value_predicate, None, self._kv_graph))
@@ -110,7 +118,7 @@ class KeyValue:
         new = self._entry(subject, value)
         with self.backend.exclusive([subject]):
             self.backend.apply(self._entry_quads(subject), [new])
-            self._wrote()
+            self._wrote_entries()
             if self._cache is not None:
                 self._cache.put(key, _text(new), self.backend.generation)
 
@@ -131,7 +139,7 @@ class KeyValue:
             if not old:
                 return False
             self.backend.apply(old, [])
-            self._wrote()
+            self._wrote_entries()
         return True
 
     def update(self, key: str, fn: Callable[[Any], Any]) -> Any:
@@ -156,7 +164,7 @@ class KeyValue:
             value = fn(current)
             new = self._entry(subject, value)
             self.backend.apply(old, [new])
-            self._wrote()
+            self._wrote_entries()
         return value
 
     def update_many(
@@ -185,7 +193,7 @@ class KeyValue:
             adds = [self._entry(subjects[k], v) for k, v in result.items()]
             removes = [q for quads in old.values() for q in quads]
             self.backend.apply(removes, adds)
-            self._wrote()
+            self._wrote_entries()
         return result
 
     def keys(self, prefix: str = "") -> list[str]:
@@ -256,4 +264,4 @@ class KeyValue:
                 raise incompatible(f"entry {i}: {exc}") from exc
         with self.backend.exclusive([]):
             self.backend.apply(self._own_entries(), list(adds.values()))
-            self._wrote()
+            self._wrote_entries()

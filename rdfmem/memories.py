@@ -300,7 +300,7 @@ class Memories:
                 f"{self.embedder.dimension}: search compares vectors of one model only"
             )
         literal = vector_literal(embeddings)
-        with self.store.exclusive(subject):
+        with self.store.exclusive(subject), self._index.writing(graph) as vectors:
             old = self._read([(graph, subject)]).get(subject.value)
             if old is not None and old.title != memory.title:
                 raise InvalidTitle(
@@ -321,6 +321,7 @@ class Memories:
             self.store.sparql_update(
                 f"{_delete_request(graph, subject)} ;\nINSERT DATA {{ GRAPH {g} {{\n{body}\n}} }}"
             )
+            vectors.put(subject, literal_vector(literal))
         return stored
 
     def append(self, memory: Memory, text: str) -> Memory:
@@ -342,10 +343,11 @@ class Memories:
         """
         graph = self.graph(scope)
         subject = self._subject(scope, title_to_slug(title))
-        with self.store.exclusive(subject):
+        with self.store.exclusive(subject), self._index.writing(graph) as vectors:
             if not self._exists(graph, subject):
                 raise MemoryNotFound(f"no {scope} memory titled {title!r}")
             self.store.sparql_update(_delete_request(graph, subject))
+            vectors.remove(subject)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -376,7 +378,8 @@ class Memories:
         embeddings, scores above 0, highest first, at most ``limit``.
 
         Memories whose embeddings have another dimension than the embedder's are not
-        compared. All vectors are read with one query and kept while the store is unchanged.
+        compared. On an embedded store the vectors are kept in memory, changed by each save
+        and forget; on a remote store they are read afresh with one query.
         """
         if limit <= 0:
             return []

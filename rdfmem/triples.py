@@ -144,7 +144,16 @@ class TripleStore:
     prefixes: dict[str, str]
 
     def _wrote(self) -> None:
+        # Called under backend.lock after every write. The scope of a triple-level write
+        # (raw SPARQL Update, load, assert, clear_graph …) is unknown here, so the index hub
+        # counts it as touching every graph (its indexes rebuild before their next read),
+        # unless a domain module made it inside ``IndexHub.writing(graphs)``.
+        from .index.hub import hub_of  # the store floor's indexes (imported once)
+
         self.backend.generation += 1
+        hub = hub_of(self.backend)
+        if hub is not None:
+            hub.wrote()
 
     # -- editing ------------------------------------------------------------------------
 

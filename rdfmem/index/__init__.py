@@ -1,0 +1,20 @@
+"""Read-side indexes of the store floor, fed by writes (vectors, nodes, adjacency, recency).
+
+On an embedded store (``backend.exclusive_writer``) every write passes through rdfmem: the
+domain modules update these structures in the same critical section as the write that
+changes them, and ``IndexHub`` notices any write that did not (``hub.py`` says how), so the
+next read rebuilds from SPARQL. A remote store has no hub: its reads go to the server.
+
+Public surface, for other modules (LangGraph items, remote client caches):
+
+* ``indexes(store)`` -> ``IndexHub | None``;
+* ``IndexHub.writing(graphs)`` (a write to known graphs), ``IndexHub.fresh(seen, graphs)``,
+  ``IndexHub.vectors(graphs, predicate)`` -> ``VectorSet``, ``IndexHub.graph_index(graph)``;
+* ``VectorSet.put/remove/search/rebuild``, ``GraphIndex`` for node and link queries.
+"""
+
+from .graph import GraphIndex
+from .hub import IndexHub, hub_of, indexes
+from .vectors import ANN_THRESHOLD, VectorSet
+
+__all__ = ["ANN_THRESHOLD", "GraphIndex", "IndexHub", "VectorSet", "hub_of", "indexes"]

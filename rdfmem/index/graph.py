@@ -1,0 +1,224 @@
+"""Nodes by type and status, newest by creation, and links in both directions, for one
+named graph: what the decision graph's named queries and traversals read.
+
+A node is an IRI with a ``kind`` (its type), a ``status``, an ordering key (creation time,
+then id) and an opaque ``value`` (the domain's record of it, returned as is). Links are the
+pairs ``(source, target)`` joined by at least one edge. Traversals stop when done:
+``reachable`` is a breadth-first search that visits each node once, ``shortest_path`` a
+breadth-first search from both ends that stops when they meet.
+
+>>> g = GraphIndex("urn:g")
+>>> for i, iri in enumerate("abcd"):
+...     g.put_node(iri, "decision", "active", (i, iri), iri.upper())
+>>> for s, t in ["ab", "ac", "bd", "cd"]:
+...     g.link(s, t)
+>>> g.reachable("a"), g.reachable("d", backwards=True)
+(['b', 'c', 'd'], ['b', 'c', 'a'])
+>>> g.shortest_path("a", "d"), g.newest("decision", 2)
+(['a', 'b', 'd'], ['d', 'c'])
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["GraphIndex"]
+
+
+class _Node:
+    __slots__ = ("key", "kind", "status", "value")
+
+    def __init__(self, kind: str, status: str, key: Any, value: Any) -> None:
+        self.kind = kind
+        self.status = status
+        self.key = key
+        self.value = value
+
+
+class GraphIndex:
+    """The node and link index of one named graph (see the module docstring).
+
+    Not thread-safe by itself: ``IndexHub`` users hold ``backend.lock`` around every call.
+    """
+
+    def __init__(self, graph: str) -> None:
+        self.graph = graph
+        #: The store generation this index was last consistent with (-1: never built).
+        self.seen = -1
+        self.nodes: dict[str, _Node] = {}
+        self.out: dict[str, set[str]] = {}
+        self.into: dict[str, set[str]] = {}
+        self._by_kind: dict[str, list[tuple[Any, str]]] = {}  # kind -> sorted (key, iri)
+
+    def clear(self) -> None:
+        self.nodes, self.out, self.into, self._by_kind = {}, {}, {}, {}
+
+    def rebuild(
+        self,
+        nodes: Iterable[tuple[str, str, str, Any, Any]],
+        links: Iterable[tuple[str, str]],
+    ) -> None:
+        """Replace everything with ``(iri, kind, status, key, value)`` nodes and links."""
+        self.clear()
+        for iri, kind, status, key, value in nodes:
+            self.nodes[iri] = _Node(kind, status, key, value)
+        for node_iri, node in self.nodes.items():
+            self._by_kind.setdefault(node.kind, []).append((node.key, node_iri))
+        for entries in self._by_kind.values():
+            entries.sort()
+        for source, target in links:
+            self.link(source, target)
+
+    # -- changes ---------------------------------------------------------------------------
+
+    def put_node(self, iri: str, kind: str, status: str, key: Any, value: Any) -> None:
+        """Add or replace a node (its links stay)."""
+        old = self.nodes.get(iri)
+        if old is not None:
+            self._unsort(iri, old)
+        self.nodes[iri] = _Node(kind, status, key, value)
+        bisect.insort(self._by_kind.setdefault(kind, []), (key, iri))
+
+    def remove_node(self, iri: str) -> None:
+        """Remove a node and every link to or from it."""
+        old = self.nodes.pop(iri, None)
+        if old is not None:
+            self._unsort(iri, old)
+        for target in self.out.pop(iri, ()):
+            self.into.get(target, set()).discard(iri)
+        for source in self.into.pop(iri, ()):
+            self.out.get(source, set()).discard(iri)
+
+    def link(self, source: str, target: str) -> None:
+        """Record a link ``source -> target`` (once, however many edges make it)."""
+        self.out.setdefault(source, set()).add(target)
+        self.into.setdefault(target, set()).add(source)
+
+    def _unsort(self, iri: str, node: _Node) -> None:
+        entries = self._by_kind.get(node.kind, [])
+        i = bisect.bisect_left(entries, (node.key, iri))
+        if i < len(entries) and entries[i] == (node.key, iri):
+            del entries[i]
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def value(self, iri: str) -> Any:
+        node = self.nodes.get(iri)
+        return None if node is None else node.value
+
+    def oldest(self, kind: str, status: str | None = None) -> list[str]:
+        """Nodes of ``kind`` (and ``status``), oldest first."""
+        nodes = self.nodes
+        return [
+            iri
+            for _, iri in self._by_kind.get(kind, ())
+            if status is None or nodes[iri].status == status
+        ]
+
+    def newest(self, kind: str, limit: int) -> list[str]:
+        """The ``limit`` newest nodes of ``kind``, newest first."""
+        entries = self._by_kind.get(kind, [])
+        return [iri for _, iri in reversed(entries[len(entries) - limit :])] if limit else []
+
+    def reachable(self, start: str, *, backwards: bool = False) -> list[str]:
+        """The nodes reached from ``start`` (following links backwards when ``backwards``),
+        ``start`` left out: by distance, then by key; IRIs that are not nodes are walked
+        through but not returned."""
+        adjacency = self.into if backwards else self.out
+        if start not in self.nodes:
+            return []
+        nodes = self.nodes
+        seen = {start}
+        order: list[str] = []
+        level = [start]
+        while level:
+            following = []
+            for iri in level:
+                for nxt in adjacency.get(iri, ()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        following.append(nxt)
+            level = following
+            found = [(nodes[i].key, i) for i in following if i in nodes]
+            found.sort()
+            order.extend(i for _, i in found)
+        return order
+
+    def shortest_path(self, start: str, end: str) -> list[str]:
+        """A shortest path ``start`` … ``end`` (both included; ``[]`` when none), the
+        smallest in IRI order among equally short ones: a breadth-first search from both
+        ends, level by level, stopping at the level where they meet."""
+        if start not in self.nodes or end not in self.nodes:
+            return []
+        if start == end:
+            return [start]
+        out, into = self.out, self.into
+        ahead: dict[str, int] = {start: 0}  # node -> distance from start
+        behind: dict[str, int] = {end: 0}  # node -> distance to end
+        front, back = [start], [end]
+        meet: list[str] = []
+        while front and back and not meet:
+            if len(front) <= len(back):
+                depth = ahead[front[0]] + 1
+                grown = []
+                for iri in front:
+                    for nxt in out.get(iri, ()):
+                        if nxt not in ahead:
+                            ahead[nxt] = depth
+                            grown.append(nxt)
+                front = grown
+                meet = [i for i in grown if i in behind]
+            else:
+                depth = behind[back[0]] + 1
+                grown = []
+                for iri in back:
+                    for prev in into.get(iri, ()):
+                        if prev not in behind:
+                            behind[prev] = depth
+                            grown.append(prev)
+                back = grown
+                meet = [i for i in grown if i in ahead]
+        if not meet:
+            return []
+        total = min(ahead[i] + behind[i] for i in meet)
+        # Nodes on some shortest path, from the meeting nodes outwards on both sides.
+        on_path = {i for i in meet if ahead[i] + behind[i] == total}
+        layer = set(on_path)
+        while layer:
+            earlier: set[str] = set()
+            for iri in layer:
+                if iri in ahead:
+                    want = ahead[iri] - 1
+                    earlier.update(p for p in into.get(iri, ()) if ahead.get(p, -2) == want)
+            on_path |= earlier
+            layer = earlier
+        layer = {i for i in on_path if i in behind}
+        while layer:
+            later: set[str] = set()
+            for iri in layer:
+                want = behind[iri] - 1
+                later.update(n for n in out.get(iri, ()) if behind.get(n, -2) == want)
+            later -= on_path
+            on_path |= later
+            layer = later
+        # Smallest IRI first at each step, among nodes that stay on a shortest path.
+        path = [start]
+        for step in range(1, total + 1):
+            left = total - step
+            candidates = [
+                n
+                for n in out.get(path[-1], ())
+                if n in on_path and (ahead.get(n) == step or behind.get(n) == left)
+            ]
+            path.append(min(candidates))
+        return path
+
+    def nbytes(self) -> int:
+        """About how many bytes the index holds (Python objects, estimated)."""
+        links = sum(len(s) for s in self.out.values())
+        return 330 * len(self.nodes) + 2 * 120 * links
+
+    def __repr__(self) -> str:
+        return f"GraphIndex({self.graph!r}, nodes={len(self.nodes)})"

@@ -1,0 +1,250 @@
+"""A vector set kept in memory and changed row by row: exact (numpy) search, and an
+approximate one (usearch HNSW, the ``ann`` extra) for large sets.
+
+Rows are L2-normalised float32 in a buffer that doubles when full; a replaced or removed row
+is marked dead and the buffer is compacted when half of it is dead, so ``put`` and
+``remove`` cost O(dimension) amortised, not O(rows). Exact search ranks by cosine, ties by
+subject then graph, so its answer is the same whatever order rows were written in.
+
+>>> import numpy as np
+>>> vs = VectorSet(("urn:g",), "urn:p")
+>>> vs.put("urn:g", "urn:a", np.array([1, 0], dtype=np.float32))
+>>> vs.put("urn:g", "urn:b", np.array([0.6, 0.8], dtype=np.float32))
+>>> vs.put("urn:g", "urn:a", np.array([0, 1], dtype=np.float32))   # replaces urn:a
+>>> [(s, round(score, 2)) for _, s, score in vs.search(np.array([1, 0], np.float32), 5)]
+[('urn:b', 0.6)]
+>>> len(vs), vs.remove("urn:g", "urn:b"), len(vs)
+(2, True, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["ANN_THRESHOLD", "VectorSet"]
+
+#: Rows of one dimension from which ``VectorSet(approximate=None)`` searches with usearch.
+ANN_THRESHOLD = 50_000
+_MIN_CAPACITY = 64
+
+
+def _normalised(vector: NDArray[Any]) -> NDArray[np.float32]:
+    row = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if not np.isfinite(row).all():
+        row = np.nan_to_num(row, nan=0.0, posinf=0.0, neginf=0.0)
+    norm = float(np.linalg.norm(row))
+    return row / norm if norm > 0.0 else row
+
+
+class _Rows:
+    """The vectors of one dimension."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.matrix = np.zeros((_MIN_CAPACITY, dimension), dtype=np.float32)
+        self.alive = np.zeros(_MIN_CAPACITY, dtype=bool)
+        self.keys: list[tuple[str, str]] = []  # row -> (graph, subject)
+        self.row_of: dict[tuple[str, str], int] = {}
+        self.dead = 0
+        self.ann: Any = None
+
+    @property
+    def count(self) -> int:
+        return len(self.row_of)
+
+    def add(self, key: tuple[str, str], row: NDArray[np.float32]) -> None:
+        n = len(self.keys)
+        if n == self.matrix.shape[0]:
+            grown = np.zeros((2 * n, self.dimension), dtype=np.float32)
+            grown[:n] = self.matrix
+            alive = np.zeros(2 * n, dtype=bool)
+            alive[:n] = self.alive
+            self.matrix, self.alive = grown, alive
+        self.matrix[n] = row
+        self.alive[n] = True
+        self.keys.append(key)
+        self.row_of[key] = n
+        if self.ann is not None:
+            self.ann.add(n, row)
+
+    def drop(self, key: tuple[str, str]) -> bool:
+        row = self.row_of.pop(key, None)
+        if row is None:
+            return False
+        self.alive[row] = False
+        self.dead += 1
+        if self.ann is not None:
+            self.ann.remove(row)
+        elif self.dead > 1024 and self.dead * 2 > len(self.keys):
+            self.compact()
+        return True
+
+    def compact(self) -> None:
+        n = len(self.keys)
+        keep = np.nonzero(self.alive[:n])[0]
+        capacity = max(_MIN_CAPACITY, 2 * len(keep))
+        matrix = np.zeros((capacity, self.dimension), dtype=np.float32)
+        matrix[: len(keep)] = self.matrix[keep]
+        alive = np.zeros(capacity, dtype=bool)
+        alive[: len(keep)] = True
+        self.keys = [self.keys[int(i)] for i in keep]
+        self.row_of = {k: i for i, k in enumerate(self.keys)}
+        self.matrix, self.alive, self.dead = matrix, alive, 0
+
+    def build_ann(self) -> None:
+        from usearch.index import Index
+
+        ann = Index(
+            ndim=self.dimension,
+            metric="ip",
+            dtype="f32",
+            connectivity=16,
+            expansion_add=64,
+            expansion_search=96,
+        )
+        n = len(self.keys)
+        rows = np.nonzero(self.alive[:n])[0]
+        if len(rows):
+            ann.add(rows.astype(np.uint64), self.matrix[rows])
+        self.ann = ann
+
+    def search_exact(self, query: NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
+        n = len(self.keys)
+        scores = self.matrix[:n] @ query
+        if self.dead:
+            scores[~self.alive[:n]] = -1.0
+        if limit < n:
+            threshold = float(np.partition(scores, n - limit)[n - limit])
+            chosen = np.nonzero((scores >= threshold) & (scores > 0.0))[0]
+        else:
+            chosen = np.nonzero(scores > 0.0)[0]
+        return [(int(i), float(scores[i])) for i in chosen]
+
+    def search_ann(self, query: NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
+        found = self.ann.search(query, max(limit, 10) * 2)
+        rows = np.asarray(found.keys, dtype=np.int64).reshape(-1)
+        if not len(rows):
+            return []
+        scores = self.matrix[rows] @ query  # exact scores of the candidates
+        return [(int(r), float(s)) for r, s in zip(rows, scores, strict=True) if s > 0.0]
+
+    def nbytes(self) -> int:
+        # The matrix and flags, plus about 150 bytes of Python objects per key.
+        total = self.matrix.nbytes + self.alive.nbytes + 150 * len(self.keys)
+        if self.ann is not None:
+            total += int(self.ann.memory_usage)
+        return total
+
+
+class VectorSet:
+    """The vectors of ``predicate`` in ``graphs``, by ``(graph, subject)``, searched by
+    cosine. Vectors of different dimensions are kept apart; a query meets its own dimension.
+
+    Args:
+        graphs: the graph IRIs this set covers (what writes to it are matched against).
+        predicate: the IRI of the vector predicate.
+        approximate: True: always usearch HNSW; False: always exact; None (default): exact
+            below ``ann_threshold`` rows, approximate from there on.
+        ann_threshold: see ``approximate``.
+
+    Not thread-safe by itself: ``IndexHub`` users hold ``backend.lock`` around every call.
+    """
+
+    def __init__(
+        self,
+        graphs: tuple[str, ...],
+        predicate: str,
+        *,
+        approximate: bool | None = None,
+        ann_threshold: int = ANN_THRESHOLD,
+    ) -> None:
+        self.graphs = graphs
+        self.predicate = predicate
+        self.approximate = approximate
+        self.ann_threshold = ann_threshold
+        #: The store generation this set was last consistent with (-1: never built).
+        self.seen = -1
+        self._blocks: dict[int, _Rows] = {}
+
+    def __len__(self) -> int:
+        return sum(b.count for b in self._blocks.values())
+
+    def clear(self) -> None:
+        self._blocks = {}
+
+    def rebuild(self, entries: Iterable[tuple[str, str, NDArray[Any]]]) -> None:
+        """Replace every vector with ``(graph, subject, vector)`` entries (a later entry for
+        the same graph and subject wins)."""
+        by_size: dict[int, dict[tuple[str, str], NDArray[Any]]] = {}
+        for graph, subject, vector in entries:
+            by_size.setdefault(len(vector), {})[(graph, subject)] = vector
+        blocks: dict[int, _Rows] = {}
+        for dimension, rows in by_size.items():
+            block = _Rows(dimension)
+            count = len(rows)
+            matrix = np.zeros((max(_MIN_CAPACITY, 2 * count), dimension), dtype=np.float32)
+            if count:
+                matrix[:count] = np.stack(list(rows.values()))
+            head = matrix[:count]
+            if not np.isfinite(head).all():
+                head[:] = np.nan_to_num(head, nan=0.0, posinf=0.0, neginf=0.0)
+            norms = np.linalg.norm(head, axis=1, keepdims=True)
+            np.divide(head, norms, out=head, where=norms > 0)
+            block.matrix = matrix
+            block.alive = np.zeros(matrix.shape[0], dtype=bool)
+            block.alive[:count] = True
+            block.keys = list(rows)
+            block.row_of = {k: i for i, k in enumerate(block.keys)}
+            blocks[dimension] = block
+        self._blocks = blocks
+
+    def put(self, graph: str, subject: str, vector: NDArray[Any]) -> None:
+        """Add or replace the vector of ``subject`` in ``graph``."""
+        row = _normalised(vector)
+        key = (graph, subject)
+        for rows in self._blocks.values():
+            rows.drop(key)
+        block = self._blocks.get(row.shape[0])
+        if block is None:
+            block = self._blocks[row.shape[0]] = _Rows(row.shape[0])
+        block.add(key, row)
+
+    def remove(self, graph: str, subject: str) -> bool:
+        """Forget the vector of ``subject`` in ``graph``; True when there was one."""
+        key = (graph, subject)
+        return any([block.drop(key) for block in self._blocks.values()])
+
+    def search(self, query: NDArray[Any], limit: int) -> list[tuple[str, str, float]]:
+        """``(graph, subject, score)`` of the ``limit`` best vectors with a cosine above 0,
+        highest first, equal scores by subject then graph."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        block = self._blocks.get(q.shape[0])
+        norm = float(np.linalg.norm(q))
+        if limit <= 0 or block is None or block.count == 0 or norm == 0.0:
+            return []
+        q = q / norm
+        use_ann = self.approximate
+        if use_ann is None:
+            use_ann = block.count >= self.ann_threshold
+        if use_ann:
+            if block.ann is None:
+                block.build_ann()
+            hits = block.search_ann(q, limit)
+        else:
+            hits = block.search_exact(q, limit)
+        keys = block.keys
+        ranked = sorted(
+            ((keys[r][0], keys[r][1], s) for r, s in hits), key=lambda h: (-h[2], h[1], h[0])
+        )
+        return ranked[:limit]
+
+    def nbytes(self) -> int:
+        """About how many bytes the set holds (matrix, keys, approximate index)."""
+        return sum(b.nbytes() for b in self._blocks.values())
+
+    def __repr__(self) -> str:
+        return f"VectorSet({self.graphs!r}, {self.predicate!r}, rows={len(self)})"
