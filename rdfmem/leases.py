@@ -109,6 +109,9 @@ LEASE_TTL = NamedNode(RDFMEM + "leaseTtl")
 LEASE_TICKET = NamedNode(RDFMEM + "leaseTicket")
 LEASE_SAW = NamedNode(RDFMEM + "leaseSaw")
 CLAIM_PREFIX = "urn:rdfmem:lease:"
+#: The subject of a claim on every subject (``exclusive([])``: ``restore``, ``clear``): it
+#: conflicts with every claim, and every claim with it.
+EVERY = NamedNode("urn:rdfmem:lease-on:every-subject")
 T = TypeVar("T")
 Row: TypeAlias = Mapping[str, Any]
 
@@ -177,6 +180,14 @@ def _values(subjects: Sequence[NamedNode]) -> str:
     return " ".join(sparql_term(s) for s in subjects)
 
 
+def _conflicting(subjects: Sequence[NamedNode]) -> str:
+    """A group binding ``?s`` to every subject a claim on ``subjects`` conflicts with: the
+    subjects and ``EVERY``; any subject at all for a claim on ``EVERY``."""
+    if EVERY in subjects:
+        return ""
+    return f"VALUES ?s {{ {_values([*subjects, EVERY])} }}"
+
+
 def _insert_claim(graph: NamedNode, claim: Claim, holder: str, ttl_ms: int) -> str:
     # The claim also notes the ticketed claims this very request saw (rm:leaseSaw).
     g, c = sparql_term(graph), sparql_term(claim.node)
@@ -185,7 +196,7 @@ def _insert_claim(graph: NamedNode, claim: Claim, holder: str, ttl_ms: int) -> s
         f"INSERT {{ GRAPH {g} {{ {c} {LEASE_ON} {on} ; {LEASE_HOLDER} "
         f"{sparql_term(Literal(holder))} ; {LEASE_TTL} {int(ttl_ms)} ; "
         f"{LEASE_START} ?now ; {LEASE_SAW} ?seen . }} }} WHERE {{ BIND(NOW() AS ?now) "
-        f"OPTIONAL {{ GRAPH {g} {{ VALUES ?s {{ {_values(claim.subjects)} }} "
+        f"OPTIONAL {{ GRAPH {g} {{ {_conflicting(claim.subjects)} "
         f"?seen {LEASE_ON} ?s ; {LEASE_TICKET} ?t . }} }} }}"
     )
 
@@ -216,7 +227,7 @@ def _read_claims(
     # read also brings the subjects' own quads (?ps ?pp ?po ?pg), saving the holder a read.
     g = sparql_term(graph)
     body = (
-        f"{{ GRAPH {g} {{ VALUES ?s {{ {_values(subjects)} }} ?c {LEASE_ON} ?s . "
+        f"{{ GRAPH {g} {{ {_conflicting(subjects)} ?c {LEASE_ON} ?s . "
         f"OPTIONAL {{ ?c {LEASE_HOLDER} ?holder }} OPTIONAL {{ ?c {LEASE_START} ?start }} "
         f"OPTIONAL {{ ?c {LEASE_TTL} ?ttl }} OPTIONAL {{ ?c {LEASE_TICKET} ?ticket }} "
         f"OPTIONAL {{ ?c {LEASE_SAW} ?saw FILTER(?saw = {sparql_term(me)}) }} }} }}"
@@ -316,14 +327,17 @@ def acquire(
     wall: Callable[[], float] = time.time,
     pace: Pace | None = None,
     prefetch: bool = False,
+    ignore: frozenset[str] = frozenset(),
 ) -> Steps[Claim]:
-    """The steps that acquire ``subjects``; returns the claim held. ``pace`` (how long a
-    holder usually keeps a lease) spaces the polls of a waiting client.
+    """The steps that acquire ``subjects`` (no subjects: every subject); returns the claim
+    held. ``pace`` (how long a holder usually keeps a lease) spaces the polls of a waiting
+    client; claims whose tokens are in ``ignore`` (this client's own) never block it.
 
     Raises:
         LeaseDenied: another holder kept a subject past ``max_wait_ms``.
     """
-    subjects = tuple(sorted(set(subjects), key=lambda s: s.value))
+    subjects = tuple(sorted(set(subjects), key=lambda s: s.value)) or (EVERY,)
+    prefetch = prefetch and EVERY not in subjects
     ttl_ms = max(1, int(ttl_ms))
     give_up = clock() + max(0, max_wait_ms) / 1000.0
     margin = min(ttl_ms / 5000.0, 1.0)
@@ -345,6 +359,8 @@ def acquire(
             rows = yield Select(_read_claims(graph, subjects, claim.node, prefetch))
             claims = _seen(rows or [])
             mine = claims.pop(claim.token, None)
+            for token in ignore:
+                claims.pop(token, None)
             dead = [NamedNode(CLAIM_PREFIX + t) for t, c in claims.items() if c.dead()]
             live = [c for c in claims.values() if not c.dead()]
             if mine is None or mine.dead():
@@ -584,6 +600,10 @@ class Leases:
                     missing.append(subject)
                 elif covering not in fences:
                     fences.append(covering)
+            if not subjects:  # every subject: under this client's own leases too
+                with self._held_lock:
+                    fences = list(self.held.values())
+                missing = [EVERY]
             for claim in fences:
                 check(claim)
             own: Claim | None = None
@@ -599,6 +619,7 @@ class Leases:
                         label=label,
                         pace=self.pace,
                         prefetch=self.wire.snapshot_reads(),
+                        ignore=frozenset(c.token for c in fences),
                     ),
                     self.wire,
                 )

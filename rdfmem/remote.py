@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from .backends.sparql import DEFAULT_GRAPH_IRI, LEASE_GRAPH_IRI, SparqlBackend
+from .backends.sparql import LEASE_GRAPH_IRI, SparqlBackend
 from .errors import InvalidValue
 from .leases import Lease
 from .store import RdfStore
@@ -63,7 +63,7 @@ class RemoteStore(RdfStore):
         timeout: float = 30.0,
         namespace: str = "",
         headers: Mapping[str, str] | None = None,
-        default_graph: str = DEFAULT_GRAPH_IRI,
+        default_graph: str | None = None,
         lease_graph: str = LEASE_GRAPH_IRI,
         hidden_graphs: Sequence[str] | None = None,
         lease_ttl_ms: int = 10_000,

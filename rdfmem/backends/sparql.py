@@ -6,17 +6,21 @@ GraphDB or Neptune:
 * Queries and updates are POSTed as forms (``query=`` / ``update=``); the two URLs may be
   the same (Virtuoso). Results are read as SPARQL JSON (XML accepted), graphs as
   N-Triples (Turtle, RDF/XML accepted), and every body is validated, even on HTTP 200.
-* **The default graph.** Servers disagree on it: Oxigraph and Fuseki keep a real default
-  graph, Virtuoso, GraphDB and Neptune make it the union of all graphs, and Virtuoso refuses
-  writes that do not name a graph. So rdfmem never writes to the server's default graph:
-  its own default graph (``DefaultGraph()`` in the triple API) is the named graph
-  ``default_graph`` (``urn:rdfmem:graph:default`` unless told otherwise), and every write
-  names its graph. A raw ``query`` that states no dataset (no ``FROM``, no
-  ``default_graph=``) is sent with that graph as its default graph and every other named
-  graph as its named graphs, so it sees what it would see on an embedded store; a raw
-  ``sparql_update`` has its writes to the default graph sent to that graph
-  (``sparql_text.route_default_graph``). Other clients of the server see rdfmem's
-  default graph as the named graph it is.
+* **The default graph** is the server's own, wherever the server has one (Oxigraph,
+  Fuseki, GraphDB with its default settings): rdfmem's ``DefaultGraph()`` is the server's
+  default graph, and a raw ``query`` or ``sparql_update`` is sent **exactly as written**,
+  with no dataset parameters and no rewriting, so another SPARQL client and rdfmem read
+  and write the same graphs and get the same answers (``GRAPH ?g`` ranges over the
+  server's named graphs, the lease graph included, and no request carries a list of
+  graphs, however many the server holds). Virtuoso has no writable default graph (its
+  default graph is the union of all graphs): there rdfmem's default graph is the named
+  graph ``urn:rdfmem:graph:default`` (``DEFAULT_GRAPH_IRI``): rdfmem's own writes name it,
+  a raw query that states no dataset is sent with it as the protocol's
+  ``default-graph-uri`` (one parameter, never a rewritten text), and a raw update is sent
+  as written, so it names that graph itself (Virtuoso refuses unnamed writes). ``default_graph=``
+  chooses another named graph explicitly (a server with a real default graph then reads
+  it as the default graph of raw queries, but writes a raw update's unnamed triples to its
+  own default graph: name the graph in such updates).
 * **Blank nodes** never travel in updates (a server would mint new ones each time): they
   are written as IRIs ``urn:rdfmem:bnode:<id>`` (skolemised) and read back as the same
   blank nodes, in matches and in query results alike.
@@ -67,7 +71,7 @@ from ..errors import BackingError, InvalidTerm, QueryError, Unreachable
 from ..leases import Leases
 from ..terms import sparql_term
 from .base import Backend, Graph, Object, RawResult, Subject
-from .sparql_text import inject_values, query_shape, route_default_graph
+from .sparql_text import inject_values, query_shape
 
 __all__ = [
     "DEFAULT_GRAPH_IRI",
@@ -109,13 +113,11 @@ _GraphTerm = NamedNode | BlankNode | DefaultGraph
 
 def to_wire(term: Any, default_graph: NamedNode | None = None) -> Any:
     """The term as it is written to the server: blank nodes skolemised, the default graph
-    named."""
+    named when rdfmem's default graph is a named graph there (``default_graph``)."""
     if isinstance(term, BlankNode):
         return NamedNode(SKOLEM_PREFIX + term.value)
     if isinstance(term, DefaultGraph):
-        if default_graph is None:
-            raise InvalidTerm("the default graph cannot appear here")
-        return default_graph
+        return term if default_graph is None else default_graph
     if isinstance(term, Triple):
         return Triple(to_wire(term.subject), term.predicate, to_wire(term.object))
     return term
@@ -137,15 +139,21 @@ def compile_match(
     object: Object | None,
     graph: Graph | None,
     *,
-    default_graph: NamedNode,
+    default_graph: NamedNode | None,
     hidden: Sequence[NamedNode] = (),
 ) -> tuple[str, list[str]]:
     """The query answering a quad pattern, and the variables it binds (``ASK`` when none).
+    ``default_graph`` None: the server's default graph is rdfmem's (rows without ``?g``).
 
     >>> q, names = compile_match(None, NamedNode("urn:p"), None, None,
     ...     default_graph=NamedNode("urn:d"), hidden=[NamedNode("urn:l")])
     >>> print(q)
     SELECT ?s ?o ?g WHERE { GRAPH ?g { ?s <urn:p> ?o } FILTER(?g NOT IN (<urn:l>)) }
+    >>> print(compile_match(None, NamedNode("urn:p"), None, DefaultGraph(),
+    ...     default_graph=None)[0])
+    SELECT ?s ?o WHERE { ?s <urn:p> ?o }
+    >>> print(compile_match(NamedNode("urn:s"), None, None, None, default_graph=None)[0])
+    SELECT ?p ?o ?g WHERE { { <urn:s> ?p ?o } UNION { GRAPH ?g { <urn:s> ?p ?o } } }
     """
     names: list[str] = []
     parts = []
@@ -161,32 +169,43 @@ def compile_match(
         body = f"GRAPH ?g {{ {triple} }}"
         if hidden:
             body += f" FILTER(?g NOT IN ({', '.join(sparql_term(h) for h in hidden)}))"
+        if default_graph is None:
+            body = f"{{ {triple} }} UNION {{ {body} }}"
     else:
-        body = f"GRAPH {sparql_term(to_wire(graph, default_graph))} {{ {triple} }}"
+        target = to_wire(graph, default_graph)
+        if isinstance(target, DefaultGraph):
+            body = triple
+        else:
+            body = f"GRAPH {sparql_term(target)} {{ {triple} }}"
     if not names:
         return f"ASK {{ {body} }}", names
     return f"SELECT {' '.join('?' + n for n in names)} WHERE {{ {body} }}", names
 
 
-def _data(quads: Sequence[Quad], default_graph: NamedNode) -> str:
+def _data(quads: Sequence[Quad], default_graph: NamedNode | None) -> str:
     groups: dict[str, list[str]] = {}
     for q in quads:
         triple = (
             f"{sparql_term(to_wire(q.subject))} {sparql_term(q.predicate)} "
             f"{sparql_term(to_wire(q.object))} ."
         )
-        groups.setdefault(sparql_term(to_wire(q.graph_name, default_graph)), []).append(triple)
-    return " ".join(f"GRAPH {g} {{ {' '.join(ts)} }}" for g, ts in groups.items())
+        graph = to_wire(q.graph_name, default_graph)
+        name = "" if isinstance(graph, DefaultGraph) else sparql_term(graph)
+        groups.setdefault(name, []).append(triple)
+    return " ".join(
+        f"GRAPH {g} {{ {' '.join(ts)} }}" if g else " ".join(ts) for g, ts in groups.items()
+    )
 
 
 def edit_requests(
     remove: Sequence[Quad],
     add: Sequence[Quad],
     *,
-    default_graph: NamedNode,
+    default_graph: NamedNode | None,
     limit: int | None = None,
 ) -> list[str]:
-    """``INSERT DATA`` then ``DELETE DATA``, every quad in an explicit ``GRAPH``: one request,
+    """``INSERT DATA`` then ``DELETE DATA`` (the default graph's triples outside ``GRAPH``,
+    or in ``GRAPH default_graph`` when that is a named graph): one request,
     or several of at most ``limit`` quads. Inserting first means that a reader of a server
     with weak isolation (Virtuoso reads committed rows) sees the old quads, the new ones,
     or both, but never neither.
@@ -194,6 +213,8 @@ def edit_requests(
     >>> q = Quad(NamedNode("urn:s"), NamedNode("urn:p"), BlankNode("b1"), DefaultGraph())
     >>> edit_requests([], [q], default_graph=NamedNode("urn:d"))
     ['INSERT DATA { GRAPH <urn:d> { <urn:s> <urn:p> <urn:rdfmem:bnode:b1> . } }']
+    >>> edit_requests([q], [], default_graph=None)
+    ['DELETE DATA { <urn:s> <urn:p> <urn:rdfmem:bnode:b1> . }']
     """
     both = set(remove) & set(add)
     if both:  # kept as they are: inserting, then deleting, would lose them
@@ -231,7 +252,9 @@ class SparqlBackend(Backend):
         timeout: seconds to wait for the server, per request.
         headers: extra HTTP headers sent with every request (bodies are asked for
             uncompressed unless ``Accept-Encoding`` says otherwise).
-        default_graph: the named graph that is rdfmem's default graph on this server.
+        default_graph: a named graph to be rdfmem's default graph on this server; by
+            default the server's own default graph, or ``DEFAULT_GRAPH_IRI`` against a
+            server that has no writable one (Virtuoso).
         lease_graph: the named graph that holds lease claims (hidden from matches).
         hidden_graphs: graphs that reads of every graph leave out, besides the lease graph;
             by default Virtuoso's own graphs (``VIRTUOSO_GRAPHS``) against Virtuoso.
@@ -259,7 +282,7 @@ class SparqlBackend(Backend):
         auth: httpx.Auth | tuple[str, str] | None = None,
         timeout: float = 30.0,
         headers: Mapping[str, str] | None = None,
-        default_graph: str = DEFAULT_GRAPH_IRI,
+        default_graph: str | None = None,
         lease_graph: str = LEASE_GRAPH_IRI,
         hidden_graphs: Sequence[str] | None = None,
         lease_ttl_ms: int = 10_000,
@@ -272,7 +295,7 @@ class SparqlBackend(Backend):
         self.query_url = query_url
         self.update_url = update_url or query_url
         try:
-            self.default_graph = NamedNode(default_graph)
+            self._default_graph = None if default_graph is None else NamedNode(default_graph)
             self.lease_graph = NamedNode(lease_graph)
             self._hidden = None if hidden_graphs is None else [NamedNode(g) for g in hidden_graphs]
             httpx.URL(self.query_url)
@@ -288,6 +311,24 @@ class SparqlBackend(Backend):
         self.client = httpx.Client(auth=auth, timeout=timeout, headers=sent, transport=transport)
         self.leases = Leases(self, self.lease_graph, lease_ttl_ms, lease_wait_ms)
         self._closed = False
+        self._default_known = default_graph is not None
+
+    @property
+    def default_graph(self) -> NamedNode | None:
+        """The named graph that is rdfmem's default graph here, or None when it is the
+        server's own default graph (asks the server who it is, once, when it has to)."""
+        if not self._default_known:
+            answered = bool(self.server) or self.health(5000)
+            if answered or self.server:
+                if "virtuoso" in self.server.lower():
+                    self._default_graph = NamedNode(DEFAULT_GRAPH_IRI)
+                self._default_known = True
+        return self._default_graph
+
+    def _dataset(self) -> dict[str, str]:
+        """The protocol parameter naming rdfmem's default graph, when it is a named graph."""
+        graph = self.default_graph
+        return {} if graph is None else {"default-graph-uri": graph.value}
 
     # -- HTTP -----------------------------------------------------------------------------
 
@@ -372,18 +413,26 @@ class SparqlBackend(Backend):
         substitutions: Mapping[str, Object] | None = None,
     ) -> RawResult:
         self.leases.flush()
-        form_of, states_dataset, uses_graphs = query_shape(sparql)
+        form_of, states_dataset, _ = query_shape(sparql)
         text = sparql
         if substitutions:
             text = inject_values(text, {k: to_wire(v) for k, v in substitutions.items()})
         form: dict[str, Any] = {"query": _with_base(text, base_iri)}
-        if default_graph is not None or named_graphs is not None or not states_dataset:
-            defaults = [self.default_graph] if default_graph is None else default_graph
-            form["default-graph-uri"] = [to_wire(g, self.default_graph).value for g in defaults]
+        if default_graph is not None or named_graphs is not None:
+            # A dataset chosen by the caller travels as the protocol's parameters.
+            ours = self.default_graph
+            defaults = [DefaultGraph()] if default_graph is None else default_graph
+            wire = [to_wire(g, ours) for g in defaults]
+            if any(isinstance(g, DefaultGraph) for g in wire):
+                raise InvalidTerm(
+                    "the server's default graph cannot be named in a dataset: it is the "
+                    "default graph of a query that names none"
+                )
+            form["default-graph-uri"] = [g.value for g in wire]
             if named_graphs is not None:
                 form["named-graph-uri"] = [to_wire(g).value for g in named_graphs]
-            elif uses_graphs:
-                form["named-graph-uri"] = [g.value for g in self.named_graphs()]
+        elif not states_dataset:
+            form.update(self._dataset())
         response = self._post(self.query_url, form, _ACCEPT[form_of], "query")
         limit = self._truncated(response)
         if limit:
@@ -448,19 +497,19 @@ class SparqlBackend(Backend):
         rows = self.select_rows("SELECT ?g WHERE { GRAPH ?g { } }")
         if any("g" not in row for row in rows):  # Virtuoso: no empty GRAPH patterns
             rows = self.select_rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
-        hidden = {self.default_graph, *self.hidden_graphs()}
+        hidden = {self.default_graph, *self.hidden_graphs()} - {None}
         return [r["g"] for r in rows if isinstance(r.get("g"), NamedNode) and r["g"] not in hidden]
 
     def update(self, sparql: str, *, base_iri: str | None = None) -> None:
-        """Run SPARQL Update; its writes to the default graph go to rdfmem's default graph
-        (``route_default_graph``)."""
+        """Run SPARQL Update, sent exactly as written: no text of it is rewritten and no
+        dataset parameter is added (Virtuoso reads ``default-graph-uri`` on an update as a
+        dataset that hides every named graph from its ``WHERE``)."""
         self.leases.flush()
-        routed = route_default_graph(sparql, self.default_graph)
-        self.send_update(_with_base(routed, base_iri))
+        self.send_update(_with_base(sparql, base_iri))
 
-    def send_update(self, sparql: str) -> None:
-        """Send an update exactly as written."""
-        self._post(self.update_url, {"update": sparql}, "*/*", "update")
+    def send_update(self, sparql: str, extra: Mapping[str, str] | None = None) -> None:
+        """Send an update exactly as written (``extra``: protocol parameters)."""
+        self._post(self.update_url, {"update": sparql, **(extra or {})}, "*/*", "update")
 
     def match(
         self,
@@ -503,14 +552,16 @@ class SparqlBackend(Backend):
                 assert subject is not None and predicate is not None and object is not None
                 return iter([Quad(subject, predicate, object, graph)])
             return iter([])
+        # Rows of the server's default graph have no ?g (``compile_match``).
+        needed = [n for n in names if n != "g" or self.default_graph is not None]
         rows = self.select_rows(sparql)
         for _ in range(5):
-            if all(len(row) == len(names) for row in rows):
+            if all(all(n in row for n in needed) for row in rows):
                 break
             # A row missing a variable of the pattern: Virtuoso read a quad while another
             # request deleted it. Read again; what stays torn is read as deleted.
             rows = self.select_rows(sparql)
-        rows = [row for row in rows if len(row) == len(names)]
+        rows = [row for row in rows if all(n in row for n in needed)]
         return iter(self._quads(rows, subject, predicate, object, graph))
 
     def _quads(
@@ -524,7 +575,7 @@ class SparqlBackend(Backend):
         quads = []
         for row in rows:
             try:
-                g: Any = row.get("g", graph)
+                g: Any = row.get("g", graph if graph is not None else DefaultGraph())
                 s: Any = row.get("s", subject)
                 p: Any = row.get("p", predicate)
                 o: Any = row.get("o", object)

@@ -1,11 +1,13 @@
-"""SPARQL text, read just enough to place pre-bound variables and to route the default graph.
+"""SPARQL text, read just enough to place pre-bound variables.
 
 A small lexer (strings, IRIs, comments and braces are told apart, nothing is parsed
-further) feeds three pure functions: ``query_shape`` (the query form, whether a dataset is
-stated, whether named graphs are used), ``inject_values`` (``VALUES`` for pre-bound
-variables) and ``route_default_graph`` (an update's writes to the default graph sent to a
-named graph). What they add to a query is built with ``sparql_term`` only, so no caller
-text can break out of its place; text they cannot read is sent as it is.
+further) feeds two pure functions: ``query_shape`` (the query form, whether a dataset is
+stated, whether named graphs are used) and ``inject_values`` (``VALUES`` for pre-bound
+variables). What they add to a query is built with ``sparql_term`` only and never puts a
+line break before caller text, so it can neither break out of a string nor end a comment,
+even where this lexer reads the text otherwise than the server's parser does (a prefixed
+name such as ``ex:a\\'b`` holds an escaped quote that this lexer takes for a string).
+Updates are never rewritten at all (``SparqlBackend.update`` sends them as written).
 """
 
 from __future__ import annotations
@@ -14,12 +16,10 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pyoxigraph import NamedNode
-
 from ..errors import InvalidTerm, QueryError
 from ..terms import sparql_term
 
-__all__ = ["inject_values", "query_shape", "route_default_graph"]
+__all__ = ["inject_values", "query_shape"]
 
 _VARNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -72,6 +72,7 @@ def inject_values(sparql: str, bindings: Mapping[str, Any]) -> str:
     """``sparql`` with ``VALUES`` pre-binding ``bindings`` (name to term) at the start of the
     outermost ``WHERE`` group and of every sub-select.
 
+    >>> from pyoxigraph import NamedNode
     >>> inject_values("SELECT ?n WHERE { ?s <urn:name> ?n }", {"s": NamedNode("urn:a")})
     'SELECT ?n WHERE { VALUES (?s) { (<urn:a>) } ?s <urn:name> ?n }'
     >>> from pyoxigraph import Literal
@@ -118,9 +119,9 @@ def inject_values(sparql: str, bindings: Mapping[str, Any]) -> str:
         # The short form's pattern may hold triples only: spell it out in full.
         where, open_, close = short
         pattern = sparql[open_:close]
-        return f"{sparql[:where]}{{{pattern}\n}} WHERE {{{block}{pattern}\n}}{sparql[close + 1 :]}"
+        return f"{sparql[:where]}{{{pattern} }} WHERE {{{block}{pattern} }}{sparql[close + 1 :]}"
     if form == "DESCRIBE" and not places:
-        return f"{sparql}\nWHERE {{{block} }}"
+        return f"{sparql}\nWHERE {{{block} }}"  # at the very end: no caller text follows
     if not places:
         raise QueryError("cannot bind variables: the query has no WHERE group")
     out, last = [], 0
@@ -130,79 +131,3 @@ def inject_values(sparql: str, bindings: Mapping[str, Any]) -> str:
         last = place
     out.append(sparql[last:])
     return "".join(out)
-
-
-_OPERATIONS = {"INSERT", "DELETE", "WITH", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY"}
-
-
-def route_default_graph(sparql: str, graph: NamedNode) -> str:
-    """A SPARQL Update whose writes to the default graph go to the named graph ``graph``.
-
-    Triples outside ``GRAPH`` in ``INSERT DATA``, ``DELETE DATA`` and ``DELETE WHERE`` are
-    wrapped in ``GRAPH graph``; ``DELETE/INSERT … WHERE`` without ``WITH`` gets ``WITH
-    graph``; ``DEFAULT`` in ``CLEAR``, ``DROP``, ``ADD``, ``MOVE``, ``COPY`` becomes ``GRAPH
-    graph``; ``LOAD`` without ``INTO`` loads into it. Nothing else of the text changes.
-
-    >>> print(route_default_graph('INSERT DATA { <urn:s> <urn:p> "}" . '
-    ...     'GRAPH <urn:g> { <urn:s> <urn:p> 1 } }', NamedNode("urn:d")))
-    INSERT DATA { GRAPH <urn:d> { <urn:s> <urn:p> "}" .
-    } GRAPH <urn:g> { <urn:s> <urn:p> 1 } }
-    >>> route_default_graph("DELETE { ?s ?p 1 } WHERE { ?s ?p 1 }", NamedNode("urn:d"))
-    'WITH <urn:d> DELETE { ?s ?p 1 } WHERE { ?s ?p 1 }'
-    """
-    target = sparql_term(graph)
-    tokens = list(_words(sparql))
-    operations: list[list[tuple[str, str, int, int]]] = [[]]
-    depth = 0
-    for token in tokens:
-        kind, text = token[0], token[1]
-        depth += (kind == "open") - (kind == "close")
-        if kind == "other" and text == ";" and depth == 0:
-            operations.append([])
-        else:
-            operations[-1].append(token)
-    edits: list[tuple[int, int, str]] = []
-
-    def wrap_unnamed(op: list[tuple[str, str, int, int]], i: int) -> None:
-        """Wrap the triples outside GRAPH in the brace group opening at ``op[i]``."""
-        start, level = op[i][3], 0
-        for kind, text, s, e in op[i:]:
-            if kind == "word" and text == "GRAPH" and level == 1:
-                edits.append((start, s, ""))
-            elif kind == "open":
-                level += 1
-            elif kind == "close":
-                level -= 1
-                if level == 1:
-                    start = e
-                elif level == 0:
-                    edits.append((start, s, ""))
-                    return
-
-    for op in operations:
-        words = [(i, t[1]) for i, t in enumerate(op) if t[0] == "word"]
-        first = next((n for n, (_, text) in enumerate(words) if text in _OPERATIONS), None)
-        if first is None:
-            continue
-        at, verb = words[first]
-        following = op[at + 1][1] if at + 1 < len(op) and op[at + 1][0] == "word" else ""
-        if verb in ("INSERT", "DELETE") and following in ("DATA", "WHERE"):
-            brace = next(i for i in range(at, len(op)) if op[i][0] == "open")
-            wrap_unnamed(op, brace)
-        elif verb in ("INSERT", "DELETE"):
-            edits.append((op[at][2], op[at][2], f"WITH {target} "))
-        elif verb == "LOAD" and not any(text == "INTO" for _, text in words):
-            edits.append((op[-1][3], op[-1][3], f" INTO GRAPH {target}"))
-        elif verb in ("CLEAR", "DROP", "ADD", "MOVE", "COPY"):
-            for i, text in words:
-                if text == "DEFAULT":
-                    edits.append((op[i][2], op[i][3], f"GRAPH {target}"))
-    out = sparql
-    for start, end, replacement in sorted(edits, reverse=True):
-        if replacement:
-            out = out[:start] + replacement + out[end:]
-            continue
-        core = out[start:end].strip().lstrip(".").strip()
-        if core:
-            out = out[:start] + f" GRAPH {target} {{ {core}\n}} " + out[end:]
-    return out
