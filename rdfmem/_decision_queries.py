@@ -35,6 +35,8 @@ __all__ = [
     "EDGE_PROPERTY",
     "NODE_QUERIES",
     "STATUS_IRI",
+    "all_links_query",
+    "all_nodes_query",
     "bfs_order",
     "delete_node_update",
     "edge_iri",
@@ -348,13 +350,33 @@ def nodes_query(graph: str, iris: Iterable[str]) -> str:
 
 
 def unpack_links(rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The flat ``[source, target, source, target, …]`` list of a ``?links`` column."""
+    """The flat ``[source, target, source, target, …]`` list of ``?source ?target`` rows."""
     out: list[str] = []
     for row in rows:
-        term = row.get("links")
-        if term is not None:
-            out.extend(term.value.split())
+        source, target = row.get("source"), row.get("target")
+        if source is not None and target is not None:
+            out.append(source.value)
+            out.append(target.value)
     return out
+
+
+def all_nodes_query(graph: str) -> str:
+    """The fields of every node of ``graph`` (the columns of ``decision_node.rq``)."""
+    classes = ", ".join(f"<{c}>" for c in CLASS_OF_TYPE.values())
+    return (
+        "SELECT ?node ?id ?type ?label ?status ?confidence ?rationale ?metadata ?created "
+        f"?updated WHERE {{ GRAPH <{graph}> {{ "
+        f"?node {DCT_ID} ?id ; {RDF_TYPE} ?type ; {RDFS_LABEL} ?label ; {RM_STATUS} ?status ; "
+        f"{DCT_CREATED} ?created ; {DCT_MODIFIED} ?updated . FILTER (?type IN ({classes})) "
+        f"OPTIONAL {{ ?node {RM_CONFIDENCE} ?confidence }} "
+        f"OPTIONAL {{ ?node {RM_RATIONALE} ?rationale }} "
+        f"OPTIONAL {{ ?node {RM_METADATA} ?metadata }} }} }}"
+    )
+
+
+def all_links_query(graph: str) -> str:
+    """Every ``?source rm:linksTo ?target`` pair of ``graph``."""
+    return f"SELECT ?source ?target WHERE {{ GRAPH <{graph}> {{ ?source {RM_LINKS_TO} ?target }} }}"
 
 
 def bfs_order(

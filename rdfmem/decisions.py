@@ -5,7 +5,12 @@ edges (leads_to, chosen, rejected, requires, blocks, enables, supersedes) join t
 is written twice over: the direct triples ``<from> rm:leadsTo <to>`` and ``<from> rm:linksTo
 <to>``, which SPARQL property paths walk, and an edge resource carrying its id, type, ends,
 creation time and metadata (see ``ontologies/rdfmem.ttl``). The five named queries are the
-shipped ``ontologies/queries/*.rq`` files; reachability is always their property path.
+shipped ``ontologies/queries/*.rq`` files: the portable definition, and the answer on a
+remote store. On an embedded store they are answered from a ``rdfmem.index.GraphIndex``
+(nodes by type and status and age, links both ways) that every write of this module
+changes in its critical section; a write that bypassed it (raw SPARQL, ``load``,
+``clear_graph`` …) makes it rebuild from SPARQL before the next read. The answers are the
+same either way.
 
 >>> from rdfmem import RdfStore
 >>> graph = DecisionGraph(RdfStore())
@@ -24,15 +29,18 @@ import datetime as _dt
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from copy import deepcopy
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pyoxigraph import Literal as Text
 from pyoxigraph import NamedNode
 
 from . import _decision_queries as q
 from .errors import DecisionGraphError, NodeNotFound
+from .index import GraphIndex, indexes
 from .results import Row, SelectResult
 from .store import RdfStore
 
@@ -275,10 +283,54 @@ class DecisionGraph:
     def __repr__(self) -> str:
         return f"DecisionGraph({self.store!r}, graph={self.graph!r})"
 
-    def _exclusive(self) -> AbstractContextManager[Any]:
+    @contextmanager
+    def _writing(self) -> Iterator[GraphIndex | None]:
         # Check-then-write of nodes and edges: the whole graph, for every writer of the
-        # store (the write lock; a lease on a SPARQL server).
-        return self.store.exclusive(self.graph)
+        # store (the write lock; a lease on a SPARQL server). Yields the graph's index when
+        # it was fresh before the write: the caller changes it after its write succeeded,
+        # and it stays fresh; when the block raises, a write that happened leaves it stale.
+        hub = indexes(self.store)
+        with self.store.exclusive(self.graph):
+            if hub is None:
+                yield None
+                return
+            with hub.writing([self.graph]):
+                index = hub.known_graph_index(self.graph)
+                if index is not None and not hub.fresh(index.seen, (self.graph,)):
+                    index = None
+                yield index
+                if index is not None:
+                    index.seen = self.store.backend.generation
+
+    @contextmanager
+    def _reading(self) -> Iterator[GraphIndex | None]:
+        # The graph's index, fresh (rebuilt from SPARQL when a write bypassed it), under the
+        # write lock so no write is half applied; None on a remote store.
+        hub = indexes(self.store)
+        if hub is None:
+            yield None
+            return
+        with self.store.backend.lock:
+            index = hub.graph_index(self.graph)
+            if not hub.fresh(index.seen, (self.graph,)):
+                self._rebuild(index)
+                index.seen = self.store.backend.generation
+            yield index
+
+    def _rebuild(self, index: GraphIndex) -> None:
+        nodes = []
+        for row in self._rows(q.all_nodes_query(self.graph)):
+            node = _node_from_row(row)
+            nodes.append((row["node"].value, node.type, node.status, _node_age(node), node))
+        links = [
+            (r["source"].value, r["target"].value)
+            for r in self._rows(q.all_links_query(self.graph))
+        ]
+        index.rebuild(nodes, links)
+
+    def _put(self, index: GraphIndex | None, iri: str, node: Node) -> None:
+        if index is not None:
+            index.put_node(iri, node.type, node.status, _node_age(node), _copy(node))
 
     # -- IRIs, reads ----------------------------------------------------------------------
 
@@ -298,7 +350,9 @@ class DecisionGraph:
         return result
 
     def _has(self, iri: str, predicate: str) -> bool:
-        return self.store.ask(subject=iri, predicate=predicate[1:-1], graph=self._graph_term)
+        return self.store.ask(
+            subject=NamedNode(iri), predicate=NamedNode(predicate[1:-1]), graph=self._graph_term
+        )
 
     def _existing(self, iris: Sequence[str], predicate: str) -> set[str]:
         found: set[str] = set()
@@ -326,12 +380,13 @@ class DecisionGraph:
         item: Node = _validated(Node, node)
         iri = self._node_iri(item.id)
         lines = self._lines_of_node(iri, item)
-        with self._exclusive():
+        with self._writing() as index:
             if self._has(iri, q.RM_STATUS):
                 raise DecisionGraphError(f"a node with id {item.id!r} already exists")
             self.store.sparql_update(
                 q.insert_update(self.graph, lines, unless=[f"<{iri}> {q.RM_STATUS} ?status"])
             )
+            self._put(index, iri, item)
         return item
 
     def add_nodes(self, nodes: Iterable[Node | Mapping[str, Any]]) -> int:
@@ -349,12 +404,14 @@ class DecisionGraph:
         lines: list[str] = []
         for iri, item in zip(iris, items, strict=True):
             lines.extend(self._lines_of_node(iri, item))
-        with self._exclusive():
+        with self._writing() as index:
             clash = self._existing(iris, q.RM_STATUS)
             if clash:
                 ids = sorted(q.id_of(i, self._base + "node/") for i in clash)
                 raise DecisionGraphError(f"nodes with these ids already exist: {ids[:10]!r}")
             self._load(lines)
+            for iri, item in zip(iris, items, strict=True):
+                self._put(index, iri, item)
         return len(items)
 
     def get_node(self, node_id: str) -> Node:
@@ -363,7 +420,13 @@ class DecisionGraph:
         Raises:
             NodeNotFound: no such node.
         """
-        found = self._nodes(q.query_text("decision_node"), node_id=self._id(node_id))
+        with self._reading() as index:
+            if index is not None:
+                stored = index.value(self._node_iri(self._id(node_id)))
+                if stored is None:
+                    raise NodeNotFound(node_id)
+                return _copy(stored)
+        found = self._nodes(q.query_text("decision_node"), node_id=Text(self._id(node_id)))
         if not found:
             raise NodeNotFound(node_id)
         return found[0]
@@ -393,22 +456,25 @@ class DecisionGraph:
                 f"update_node cannot change {', '.join(bad)}; it changes "
                 f"{', '.join(sorted(_CHANGEABLE))} (updated_at is set for you)"
             )
-        with self._exclusive():
+        with self._writing() as index:
             current = self.get_node(node_id)
             updated = self._changed(current, wanted)
             iri = self._node_iri(node_id)
             self.store.sparql_update(
                 q.replace_node_update(self.graph, iri, self._lines_of_node(iri, updated))
             )
+            self._put(index, iri, updated)
         return updated
 
     def delete_node(self, node_id: str) -> bool:
         """Remove a node and every edge touching it; True when there was such a node."""
         iri = self._node_iri(self._id(node_id))
-        with self._exclusive():
+        with self._writing() as index:
             if not self._has(iri, q.RM_STATUS):
                 return False
             self.store.sparql_update(q.delete_node_update(self.graph, iri))
+            if index is not None:
+                index.remove_node(iri)
         return True
 
     # -- edges ------------------------------------------------------------------------------
@@ -421,9 +487,11 @@ class DecisionGraph:
                 node, or the fields are invalid; nothing is written.
         """
         item: Edge = _validated(Edge, edge)
-        with self._exclusive():
+        with self._writing() as index:
             self._check_edge(item)
             self.store.sparql_update(self._insert_edge(item))
+            if index is not None:
+                index.link(self._node_iri(item.from_id), self._node_iri(item.to_id))
         return item
 
     def add_edges(self, edges: Iterable[Edge | Mapping[str, Any]]) -> int:
@@ -456,7 +524,7 @@ class DecisionGraph:
                     created_at=item.created_at,
                 )
             )
-        with self._exclusive():
+        with self._writing() as index:
             clash = self._existing(iris, q.RM_EDGE_TYPE)
             if clash:
                 ids = sorted(q.id_of(i, self._base + "edge/") for i in clash)
@@ -466,6 +534,9 @@ class DecisionGraph:
                 ids = sorted(i for i, iri in end_iri.items() if iri not in found)
                 raise DecisionGraphError(f"edges to nodes that do not exist: {ids[:10]!r}")
             self._load(lines)
+            if index is not None:
+                for e in items:
+                    index.link(end_iri[e.from_id], end_iri[e.to_id])
         return len(items)
 
     def get_edges(self, node_id: str, direction: Direction = "outgoing") -> list[Edge]:
@@ -478,7 +549,7 @@ class DecisionGraph:
         if direction not in ("outgoing", "incoming"):
             raise DecisionGraphError(f"direction is 'outgoing' or 'incoming', not {direction!r}")
         key = "from_id" if direction == "outgoing" else "to_id"
-        rows = self._select(q.query_text("decision_edges"), **{key: self._id(node_id)})
+        rows = self._select(q.query_text("decision_edges"), **{key: Text(self._id(node_id))})
         return [_edge_from_row(row) for row in rows]
 
     def supersede(self, old_id: str, new_id: str, rationale: str | None = None) -> Edge:
@@ -501,7 +572,7 @@ class DecisionGraph:
             type="supersedes",
             metadata={} if rationale is None else {"rationale": rationale},
         )
-        with self._exclusive():
+        with self._writing() as index:
             old = self.get_node(old_id)
             self.get_node(new_id)
             updated = self._changed(old, changes)
@@ -509,6 +580,9 @@ class DecisionGraph:
             self._check_edge(edge)
             request = q.replace_node_update(self.graph, iri, self._lines_of_node(iri, updated))
             self.store.sparql_update(request + " ;\n" + self._insert_edge(edge))
+            self._put(index, iri, updated)
+            if index is not None:
+                index.link(self._node_iri(new_id), iri)
         return edge
 
     # -- named queries ----------------------------------------------------------------------
@@ -540,6 +614,9 @@ class DecisionGraph:
         required = [p for p in allowed if p != "limit" and p not in params]
         if required:
             raise DecisionGraphError(f"{name} needs {', '.join(required)}")
+        with self._reading() as index:
+            if index is not None:
+                return self._indexed(index, name, params)
         if name == "active_goals":
             return self._nodes(q.query_text(name))
         if name == "recent_decisions":
@@ -553,15 +630,35 @@ class DecisionGraph:
             return self._path_between(self._id(params["from_id"]), self._id(params["to_id"]))
         return self._reachable(name, self._id(params["node_id"]))
 
+    def _indexed(self, index: GraphIndex, name: str, params: Mapping[str, Any]) -> list[Node]:
+        # The named query answered from the index: the same nodes, in the same order, as
+        # the .rq files give (tests/test_index_properties.py holds them to it).
+        if name == "active_goals":
+            iris = index.oldest("goal", "active")
+        elif name == "recent_decisions":
+            limit = params.get("limit", 10)
+            if type(limit) is not int or limit < 0:
+                raise DecisionGraphError(
+                    f"recent_decisions: a limit is an int of 0 or more, not {limit!r}"
+                )
+            iris = index.newest("decision", limit)
+        elif name == "path_between":
+            first = self._node_iri(self._id(params["from_id"]))
+            iris = index.shortest_path(first, self._node_iri(self._id(params["to_id"])))
+        else:
+            start = self._node_iri(self._id(params["node_id"]))
+            iris = index.reachable(start, backwards=name == "ancestors")
+        return [_copy(index.value(iri)) for iri in iris]
+
     def _reachable(self, name: str, node_id: str) -> list[Node]:
-        by_iri = self._by_iri(self._select(q.query_text(name), node_id=node_id))
+        by_iri = self._by_iri(self._select(q.query_text(name), node_id=Text(node_id)))
         if not by_iri:
             return []
         start = self._node_iri(node_id)
         oldest_first = sorted(by_iri.items(), key=_item_age)
         rank = {iri: i for i, (iri, _) in enumerate(oldest_first)}
         links_name = "descendant_links" if name == "descendants" else "ancestor_links"
-        links = q.unpack_links(self._select(q.query_text(links_name), node_id=node_id))
+        links = q.unpack_links(self._select(q.query_text(links_name), node_id=Text(node_id)))
         order = q.bfs_order(start, links, rank, backwards=name == "ancestors")
         ordered = [by_iri[iri] for iri in order if iri in by_iri]
         if len(ordered) < len(by_iri):  # written between the two queries
@@ -578,7 +675,7 @@ class DecisionGraph:
         first, last = self._node_iri(from_id), self._node_iri(to_id)
         if not (self._has(first, q.RM_STATUS) and self._has(last, q.RM_STATUS)):
             return []  # (asked first: engines may walk every path before seeing this)
-        rows = self._select(q.query_text("path_between"), from_id=from_id, to_id=to_id)
+        rows = self._select(q.query_text("path_between"), from_id=Text(from_id), to_id=Text(to_id))
         path = q.shortest_path(first, last, q.unpack_links(rows))
         if not path:
             return []
@@ -663,3 +760,13 @@ def _node_age(node: Node) -> tuple[_dt.datetime, str]:
 
 def _item_age(item: tuple[str, Node]) -> tuple[_dt.datetime, str]:
     return (item[1].created_at, item[1].id)
+
+
+def _copy(node: Node) -> Node:
+    # The index keeps its own Node objects: callers get copies they may change freely.
+    fields = dict(node.__dict__)
+    if fields["metadata"]:
+        fields["metadata"] = deepcopy(fields["metadata"])
+    else:
+        fields["metadata"] = {}
+    return _stored(Node, fields)
