@@ -33,9 +33,17 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
-__all__ = ["FORBIDDEN_KEYWORDS", "Forbidden", "expand_escapes", "find_forbidden"]
+__all__ = [
+    "FORBIDDEN_KEYWORDS",
+    "Forbidden",
+    "Token",
+    "code_tokens",
+    "expand_escapes",
+    "find_forbidden",
+]
 
 #: Keywords that make a SPARQL engine reach out to the network.
 FORBIDDEN_KEYWORDS = ("SERVICE", "LOAD")
@@ -99,8 +107,24 @@ def _keyword(text: str) -> tuple[str, int] | None:
     return None
 
 
-def _scan(text: str) -> tuple[str, int] | None:
-    """The first forbidden keyword in code positions of ``text`` and its offset: one pass."""
+class Token(NamedTuple):
+    """A piece of SPARQL code: ``kind`` is ``"word"`` (a run of name characters: keyword,
+    prefixed name, number …), ``"punct"`` (one other character) or ``"broken"`` (an
+    unterminated string, kept as text); ``text[start:end]`` is the token."""
+
+    kind: str
+    start: int
+    end: int
+
+
+def code_tokens(text: str) -> Iterator[Token]:
+    """The code of SPARQL ``text`` in one forward pass: comments, whitespace, strings, IRIs and
+    variables are skipped, everything else is yielded. Linear in the length of ``text``.
+
+    >>> text = "ASK { ?s <urn:a> 'x' } # c"
+    >>> [text[t.start : t.end] for t in code_tokens(text)]
+    ['ASK', '{', '}']
+    """
     pos, end = 0, len(text)
     while pos < end:
         char = text[pos]
@@ -112,37 +136,48 @@ def _scan(text: str) -> tuple[str, int] | None:
             pos = min(stops) if stops else end
         elif char in "'\"":
             stop, closed = _string(text, pos, char)
-            if not closed:  # the engine will not parse it; judge its content as code
-                hit = _keyword(text[pos:stop])
-                if hit is not None:
-                    return hit[0], pos + hit[1]
+            if not closed:  # the engine will not parse it; judged as code
+                yield Token("broken", pos, stop)
             pos = stop
         elif char == "<":
             body = _IRI_BODY.match(text, pos + 1)
             stop = body.end() if body is not None else pos + 1
-            # Not an IRI: "<" is an operator, and the text after it is read as code. The
-            # body scanned stops at the next "<", so no character is scanned twice here.
-            pos = stop + 1 if stop < end and text[stop] == ">" else pos + 1
+            if stop < end and text[stop] == ">":
+                pos = stop + 1
+            else:
+                # Not an IRI: "<" is an operator, and the text after it is read as code. The
+                # body scanned stops at the next "<", so no character is scanned twice here.
+                yield Token("punct", pos, pos + 1)
+                pos += 1
         elif char in "?$" and pos + 1 < end and _VARNAME.match(text, pos + 1):
             var = _VARNAME.match(text, pos + 1)
             pos = var.end() if var is not None else pos + 1
         else:
             name = _NAME.match(text, pos)
             if name is None:
+                yield Token("punct", pos, pos + 1)
                 pos += 1
-                continue
-            word = name.group()
-            colon = word.find(":")
-            if colon >= 0:
-                # pyoxigraph ends a local name earlier than the grammar does (``ex:x.y.SERVICE``
-                # is ``ex:x.y`` then ``.SERVICE``), so only its first plain run is a name.
-                run = _PLAIN.match(word, colon + 1)
-                exempt = run.end() if run is not None else colon + 1
-                word = word[: colon + 1] + " " * (exempt - colon - 1) + word[exempt:]
-            hit = _keyword(word)
-            if hit is not None:
-                return hit[0], pos + hit[1]
-            pos = name.end()
+            else:
+                yield Token("word", pos, name.end())
+                pos = name.end()
+
+
+def _scan(text: str) -> tuple[str, int] | None:
+    """The first forbidden keyword in code positions of ``text`` and its offset: one pass."""
+    for token in code_tokens(text):
+        if token.kind == "punct":
+            continue
+        word = text[token.start : token.end]
+        colon = word.find(":") if token.kind == "word" else -1
+        if colon >= 0:
+            # pyoxigraph ends a local name earlier than the grammar does (``ex:x.y.SERVICE``
+            # is ``ex:x.y`` then ``.SERVICE``), so only its first plain run is a name.
+            run = _PLAIN.match(word, colon + 1)
+            exempt = run.end() if run is not None else colon + 1
+            word = word[: colon + 1] + " " * (exempt - colon - 1) + word[exempt:]
+        hit = _keyword(word)
+        if hit is not None:
+            return hit[0], token.start + hit[1]
     return None
 
 

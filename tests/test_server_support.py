@@ -3,16 +3,23 @@ outbound connections, tight limits."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import os
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pyoxigraph as ox
 import pytest
+from servers import free_port
 
 from rdfmem import RdfStore
 from rdfmem.server import BackgroundServer
@@ -141,3 +148,74 @@ def limited(max_result_bytes: int = 1 << 20, timeout: float = 0.5) -> Iterator[B
 
 def running_queries(server: BackgroundServer) -> int:
     return int(httpx.get(server.url + "/health").json()["queries_running"])
+
+
+class Served:
+    """A real ``rdfmem serve`` process on a free loopback port; its stderr kept in a file."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+        self.proc = proc
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.sparql_url = self.url + "/sparql"
+        self.log = log
+
+    def children(self) -> list[int]:
+        """The server's child processes still alive (query evaluations)."""
+        found: list[int] = []
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found += [int(p) for p in (task / "children").read_text().split()]
+        return found
+
+    def cpu_seconds(self) -> float:
+        """CPU time used by the server and its children so far."""
+        total = 0
+        for pid in [self.proc.pid, *self.children()]:
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def serve_process(store: str, *options: str, tmp_path: Path) -> Iterator[Served]:
+    """``python -m rdfmem serve STORE --port P OPTIONS…``, ready to answer; stopped after."""
+    port = free_port()
+    log = tmp_path / f"serve-{port}.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rdfmem", "serve", store, "--port", str(port), *options],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    served = Served(proc, port, log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(served.url + "/health", timeout=1).status_code == 200:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"rdfmem serve did not start: {log.read_text()}")
+            time.sleep(0.05)
+        yield served
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def disk_store(path: Path, triples: int) -> str:
+    """An on-disk store of ``triples`` triples ``<urn:ex:sI> <urn:ex:p> I``, closed again."""
+    store = RdfStore.open(path)
+    store.backend.store.bulk_extend(  # type: ignore[attr-defined]
+        ox.Quad(ox.NamedNode(f"urn:ex:s{i}"), ox.NamedNode("urn:ex:p"), ox.Literal(i))
+        for i in range(triples)
+    )
+    store.close()
+    return str(path)

@@ -64,6 +64,7 @@ from .answers import (
     query_answer,
     update_answer,
 )
+from .dataset import with_using
 from .isolate import ChildFailed, run_forked
 from .named import list_named_queries, load_named_query
 from .negotiate import DATASET_OFFERS, GRAPH_OFFERS, RESULTS_OFFERS, by_name
@@ -412,13 +413,13 @@ class _Endpoint:
 
     async def _update(self, request: Request, update: str, pairs: list[tuple[str, str]]) -> Answer:
         self._check_token(request)
-        if any(k in ("using-graph-uri", "using-named-graph-uri") for k, _ in pairs):
-            raise HttpError(
-                400, "using-graph-uri and using-named-graph-uri are not supported; use USING"
-            )
+        using = _iris(pairs, "using-graph-uri")
+        using_named = _iris(pairs, "using-named-graph-uri")
         store, base = self.store, self._base(request)
         return await self._run(
-            lambda cancel: update_answer(store, update, cancel, base_iri=base),
+            lambda cancel: update_answer(
+                store, with_using(update, using, using_named), cancel, base_iri=base
+            ),
             guard=update,
             read=False,
         )
