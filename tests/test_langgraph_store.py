@@ -402,3 +402,29 @@ def test_items_and_vectors_outlive_the_process_on_disk(tmp_path: Any) -> None:
         found = lg.search(("memories",), query="what does eli drink? tea")
         assert [i.key for i in found][:1] == ["tea"] and found[0].score
         assert lg.list_namespaces() == [("memories", "eli")]
+
+
+def test_writes_to_other_graphs_do_not_reload_the_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rdfmem.langgraph.sources import Mirror
+    from rdfmem.memories import Memories, Memory
+
+    loads: list[int] = []
+    real = Mirror.load
+
+    def counted(self: Mirror, quads: Any) -> None:
+        loads.append(1)
+        real(self, quads)
+
+    monkeypatch.setattr(Mirror, "load", counted)
+    store = RdfStore()
+    lg = indexed(store)
+    lg.put(("n",), "a", {"text": "green tea"})
+    assert lg.get(("n",), "a") is not None
+    assert len(loads) == 1  # the first read
+    store.set("counter", 1)  # a key/value entry
+    Memories(store).save(Memory("global", "Tea", "Eli drinks green tea."))
+    assert [i.key for i in lg.search(("n",), query="tea")] == ["a"]
+    assert len(loads) == 1
+    store.sparql_update("INSERT DATA { <urn:x> <urn:y> <urn:z> }")  # scope unknown: reload
+    assert lg.get(("n",), "a") is not None
+    assert len(loads) == 2

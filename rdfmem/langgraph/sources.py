@@ -2,11 +2,11 @@
 
 On an embedded backend every write passes through rdfmem (``exclusive_writer``), so
 ``Mirror`` keeps the items of the store's graph and their vectors in memory, changed in
-the same critical section as each write. It knows it is stale when the backend's write
-counter (``backend.generation``) has moved since its own last write: another writer (raw
-SPARQL, ``load``, another store object) touched the dataset, and it reloads the graph with
-one index scan. On a remote store other clients write too, so ``Remote`` asks the server
-at every read.
+the same critical section as each write. It knows it is stale when rdfmem's index hub
+(``rdfmem.index``) has seen a write that may have touched its graph since the mirror's own
+last write (another store object, raw SPARQL, ``load``, ``clear_graph``), and then it reloads
+the graph with one index scan; writes known to touch only other graphs leave it alone.
+On a remote store other clients write too, so ``Remote`` asks the server at every read.
 """
 
 from __future__ import annotations

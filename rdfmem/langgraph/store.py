@@ -35,6 +35,7 @@ from langgraph.store.base import (
 from pyoxigraph import NamedNode
 
 from ..errors import InvalidTerm, InvalidValue
+from ..index import indexes
 from ..keys import dumps, loads
 from ..store import RdfStore
 from .ranking import rank, rank_rows
@@ -140,6 +141,7 @@ class RdfBaseStore(BaseStore):
         self._dims = dims
         backend = self.store.backend
         self._mirror = Mirror(dims) if backend.exclusive_writer else None
+        self._hub = indexes(self.store)  # None on a remote store
         self._remote = None if self._mirror else Remote(self.store, self.graph, dims)
         self._sweeper: threading.Thread | None = None
         self._stop = threading.Event()
@@ -314,17 +316,25 @@ class RdfBaseStore(BaseStore):
     # -- execution (blocking) ------------------------------------------------------------------
 
     def _critical(self) -> Any:
-        """The section in which the mirror and the store change together (embedded only)."""
-        return self.store.exclusive() if self._mirror is not None else nullcontext()
+        """The section in which the mirror and the store change together (embedded only):
+        the backend's write lock, with every write in it recorded by the index hub as a
+        write to this store's graph alone."""
+        if self._hub is None:
+            return nullcontext()
+        return self._hub.writing((self.graph.value,))
 
     def _source(self) -> Source:
-        if self._mirror is None:
+        if self._mirror is None or self._hub is None:
             assert self._remote is not None
             return self._remote
-        generation = self.store.backend.generation
-        if self._mirror.generation != generation:
+        # A bypass: a write to this graph that did not go through this object (another
+        # RdfBaseStore, raw SPARQL, load, clear_graph). Writes known to touch only other
+        # graphs (key/value entries, memories, decisions) leave the mirror as it is.
+        if self._mirror.generation < 0 or not self._hub.fresh(
+            self._mirror.generation, (self.graph.value,)
+        ):
             self._mirror.load(self.store.triples(self.graph))
-            self._mirror.generation = generation
+            self._mirror.generation = self.store.backend.generation
         return self._mirror
 
     def _write(self, request: str) -> None:
