@@ -258,6 +258,13 @@ def demo(folder: Path) -> None:
     help="Also answer to Host NAME (localhost, IP addresses and --host are always; '*': any).",
 )
 @click.option("--max-connections", default=256, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.001),
+    help="Seconds a client may take to send a request's headers (and, x3, its body).",
+)
 @click.option("--timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.001))
 @click.option("--max-concurrent", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--max-result-bytes", default=64 << 20, show_default=True, type=click.IntRange(min=1))
@@ -272,6 +279,7 @@ def serve(
     cors: tuple[str, ...],
     allowed_hosts: tuple[str, ...],
     max_connections: int,
+    header_timeout: float,
     timeout: float,
     max_concurrent: int,
     max_result_bytes: int,
@@ -302,6 +310,8 @@ def serve(
             cors=cors,
             allowed_hosts=allowed_hosts,
             max_connections=max_connections,
+            header_timeout=header_timeout,
+            body_timeout=3 * header_timeout,
             timeout=timeout,
             max_concurrent=max_concurrent,
             max_result_bytes=max_result_bytes,
