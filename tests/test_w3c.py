@@ -40,16 +40,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ),
 }
 
-#: Remote-store differences the issue found (issue 15, "Remote store"), still open: the
-#: remote backend's owner removes each entry as it is fixed. Not a licence to add more.
-REMOTE_OPEN = {
-    "sparql11/clear/dawg-clear-named-01": "CLEAR NAMED also empties rdfmem's default graph",
-    "sparql11/drop/dawg-drop-named-01": "DROP NAMED also empties rdfmem's default graph",
-    "sparql11/update-silent/clear-default-silent": "CLEAR DEFAULT: HTTP 500, no graph yet",
-    "sparql11/update-silent/drop-default-silent": "DROP DEFAULT: HTTP 500, no graph yet",
-}
-KNOWN.update({("oxigraph-server", case): reason for case, reason in REMOTE_OPEN.items()})
-
 BACKENDS = ["oxigraph", "rdflib", "oxigraph-server"]
 
 
