@@ -14,8 +14,8 @@ breadth-first search from both ends that stops when they meet.
 ...     g.link(s, t)
 >>> g.reachable("a"), g.reachable("d", backwards=True)
 (['b', 'c', 'd'], ['b', 'c', 'a'])
->>> g.shortest_path("a", "d"), g.newest("decision", 2)
-(['a', 'b', 'd'], ['d', 'c'])
+>>> g.shortest_path("a", "d"), g.newest("decision", 2), g.newest("decision", 9)
+(['a', 'b', 'd'], ['d', 'c'], ['d', 'c', 'b', 'a'])
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class GraphIndex:
     def newest(self, kind: str, limit: int) -> list[str]:
         """The ``limit`` newest nodes of ``kind``, newest first."""
         entries = self._by_kind.get(kind, [])
-        return [iri for _, iri in reversed(entries[len(entries) - limit :])] if limit else []
+        return [iri for _, iri in reversed(entries[max(0, len(entries) - limit) :])]
 
     def reachable(self, start: str, *, backwards: bool = False) -> list[str]:
         """The nodes reached from ``start`` (following links backwards when ``backwards``),
