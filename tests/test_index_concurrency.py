@@ -15,7 +15,6 @@ def test_readers_never_see_a_half_written_chain_or_memory() -> None:
     graph.add_node({"id": "n0", "type": "goal", "label": "root"})
     errors: list[BaseException] = []
     done = threading.Event()
-    seen: dict[str, Any] = {"descendants": 0, "search": 0}
 
     def write() -> None:
         try:
@@ -32,6 +31,7 @@ def test_readers_never_see_a_half_written_chain_or_memory() -> None:
             done.set()
 
     def read() -> None:
+        seen: dict[str, Any] = {"descendants": 0, "search": 0}  # what this thread saw last
         try:
             while not done.is_set():
                 chain = [n.id for n in graph.query("descendants", node_id="n0")]
