@@ -217,6 +217,7 @@ def main() -> None:
                 continue
             table[(name, n)] = measure(name, n, searches)
             print(n, name, {k: round(v, 1) for k, v in table[(name, n)].items()}, flush=True)
+    load = os.getloadavg()[0]
     lines = [
         "# LangGraph store benchmark",
         "",
@@ -228,7 +229,8 @@ def main() -> None:
         "other engineers' work at the time, so absolute numbers are noisy; each row ran in "
         "the same process, one contender after the other. Ratios are rdfmem / LangGraph. "
         "The Oxigraph server runs on the same machine (loopback); a remote store reads "
-        "afresh at every call (other clients write), so it is measured at 1,000 items only.",
+        "afresh at every call (other clients write), so it is measured at 1,000 items only. "
+        f"Load average at the end of the run: {load:.1f} on 2 cores.",
         "",
     ]
     for n in sizes:
