@@ -21,6 +21,7 @@ from test_server_support import Served, disk_store, serve_process
 
 from rdfmem import RdfStore
 from rdfmem.server import BackgroundServer
+from rdfmem.server.point import is_point_query
 
 #: Four nested scans of 200 triples: 1.6e9 rows, minutes of CPU for Oxigraph.
 RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
@@ -150,3 +151,49 @@ def test_get_store_stops_at_the_cap() -> None:
         whole = httpx.get(server.url + "/store", timeout=30)
         default = httpx.get(server.url + "/store?default", timeout=30)
     assert whole.status_code == 422 and default.status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("query", "point"),
+    [
+        ("SELECT ?o WHERE { <urn:ex:s1> <urn:ex:p> ?o }", True),
+        ("PREFIX ex: <urn:ex:> SELECT * { GRAPH ?g { ?s a ex:x } . }", True),
+        ('ASK { ?s ?p "x"@en }', True),
+        ('ASK { ?s ?p "7"^^<http://www.w3.org/2001/XMLSchema#integer> }', True),
+        ("# a comment }\nSELECT ?o {?s ?p ?o}LIMIT 1", True),
+        ("#" * 30 + "\nSELECT ?s WHERE { ?s ?p ?o } LIMIT 1", True),
+        ("ASK { ?x ?x ?x }", False),  # a repeated variable filters a whole scan
+        ("SELECT ?x { GRAPH ?x { ?x ?p ?o } }", False),
+        ("SELECT DISTINCT ?s { ?s ?p ?o }", False),  # holds every row seen
+        ("SELECT REDUCED ?s { ?s ?p ?o }", False),
+        ("SELECT * FROM <urn:a> FROM <urn:b> { ?s ?p ?o }", False),
+        ("SELECT ?o { ?s ?p ?o } OFFSET 5", False),
+        ("SELECT ?o { ?s ?p ?o } ORDER BY ?o", False),
+        ("SELECT ?o { ?s ?p ?o . ?o ?q ?r }", False),
+        ("SELECT ?o { ?s ?p ?o ; ?q ?r }", False),
+        ("SELECT ?o { ?s <urn:p>/<urn:q> ?o }", False),
+        ("SELECT ?o { ?s <urn:p>* ?o }", False),
+        ("SELECT ?o { ?s ?p ?o FILTER(?o) }", False),
+        ("SELECT (COUNT(*) AS ?n) { ?s ?p ?o }", False),
+        ("SELECT ?o { ?s ?p ?o # } LIMIT 1\n . ?a ?b ?c }", False),
+        ("SELECT ?o { ?s ?p '\\u0027' }", False),
+        ("CONSTRUCT WHERE { ?s ?p ?o }", False),
+        ("SELECT ?o { ?s ?p ?o } " + "#" * 5000, False),  # longer than MAX_TEXT
+    ],
+)
+def test_point_queries_are_recognised(query: str, point: bool) -> None:
+    assert is_point_query(query) is point
+
+
+def test_a_large_single_pattern_result_is_complete() -> None:
+    """Point queries are answered on a worker thread up to 64 KiB, then by a child process."""
+    store = RdfStore()
+    for i in range(3000):
+        store.assert_(f"urn:ex:s{i}", "urn:ex:p", f"a value long enough to add up {i}")
+    with BackgroundServer(store) as server:
+        everything = httpx.get(server.sparql_url, params={"query": "SELECT * { ?s ?p ?o }"})
+        assert everything.status_code == 200
+        assert len(everything.json()["results"]["bindings"]) == 3000
+    with BackgroundServer(store, max_result_bytes=10_000) as server:
+        capped = httpx.get(server.sparql_url, params={"query": "SELECT * { ?s ?p ?o }"})
+        assert capped.status_code == 422

@@ -21,7 +21,10 @@ Nothing that grows with the request runs on the event loop: the body is capped f
 the SPARQL guard (linear time) and the query run on a bounded pool of worker threads
 (``workers.py``). On embedded Oxigraph and rdflib every read is evaluated in a forked child
 process that is killed at the time limit (``isolate.py``), so a runaway query stops using the
-CPU when its caller gets the 503. Results are written row by row and stop at the size cap.
+CPU when its caller gets the 503; the one exception is a point query on embedded Oxigraph
+(``point.py``: one triple pattern, each row one index step), answered on the worker thread up
+to 64 KiB of result, a bounded amount of work. Results are written row by row and stop at
+the size cap.
 
 Requests whose ``Host`` is not one of the names the server answers to (the bound address,
 ``localhost`` for loopback, and ``allowed_hosts``) are refused with 421 (DNS rebinding), and
@@ -69,11 +72,14 @@ from .isolate import ChildFailed, run_forked
 from .named import list_named_queries, load_named_query
 from .negotiate import DATASET_OFFERS, GRAPH_OFFERS, RESULTS_OFFERS, by_name
 from .page import named_index, query_page, service_description
+from .point import is_point_query
 from .workers import Busy, TimedOut, WorkerPool, drop_locals
 
 __all__ = ["ServerConfigError", "ServerSettings", "create_app"]
 
 _log = logging.getLogger("rdfmem.server")
+#: The most a point query may write on a worker thread before a child process takes over.
+_POINT_BYTES = 64 << 10
 #: The cancel flag of work done in a child process: the parent kills it instead.
 _NEVER = threading.Event()
 _FORM = "application/x-www-form-urlencoded"
@@ -244,6 +250,9 @@ class _Endpoint:
         self.isolate = settings.isolate and isinstance(
             store.backend, (OxigraphBackend, RdflibBackend)
         )
+        #: Point queries (``point.py``) on embedded Oxigraph, whose results are lazy, may be
+        #: answered on a worker thread instead.
+        self.points = embedded
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -396,8 +405,9 @@ class _Endpoint:
         defaults = _iris(pairs, "default-graph-uri")
         named = _iris(pairs, "named-graph-uri")
         store, cap, base = self.store, self.settings.max_result_bytes, self._base(request)
-        return await self._run(
-            lambda cancel: query_answer(
+
+        def job(limit: int) -> Callable[[threading.Event], Answer]:
+            return lambda cancel: query_answer(
                 store,
                 query,
                 accept=accept,
@@ -405,11 +415,20 @@ class _Endpoint:
                 default_graph=defaults or None,
                 named_graphs=named or None,
                 base_iri=base,
-                limit=cap,
+                limit=limit,
                 cancel=cancel,
-            ),
-            guard=query,
-        )
+            )
+
+        if self.points and is_point_query(query):  # bounded: at most MAX_TEXT characters
+            # Every row one index step: answered on a worker thread up to a small result,
+            # a bounded amount of work; a bigger result goes to a child process.
+            small = min(cap, _POINT_BYTES)
+            try:
+                return await self._run(job(small), guard=query, read=False)
+            except HttpError as exc:
+                if exc.status != 422 or cap <= small:
+                    raise
+        return await self._run(job(cap), guard=query)
 
     async def _update(self, request: Request, update: str, pairs: list[tuple[str, str]]) -> Answer:
         self._check_token(request)
