@@ -1,7 +1,11 @@
-"""Point SELECT requests per second: ``rdfmem serve`` against ``oxigraph serve``, one run.
+"""SELECT requests per second: ``rdfmem serve`` against ``oxigraph serve``, one run.
 
 Both servers hold the same data on disk (subjects x 5 triples) and answer the same mix of
 point queries ``SELECT ?o WHERE { <urn:ex:sN> <urn:ex:p> ?o }`` (N random) with SPARQL JSON,
+and of two-pattern joins (``<urn:ex:sN> <urn:ex:next> ?n . ?n <urn:ex:p> ?o``). rdfmem serve
+answers a point query on a worker thread and evaluates every other read in a forked child
+process it can kill at the time limit; a third server, rdfmem with that isolation turned off
+(``isolate=False``, not a CLI option), shows what the child process costs per query.
 from the same load generator: ``wrk`` when it is installed (``apt-get install wrk``), else a
 pool of Python threads with httpx (which then limits both servers alike, and says so).
 Each server is measured with one connection (latency-bound) and with several (throughput).
@@ -44,16 +48,29 @@ init = function(args)
 end
 request = function()
   local i = math.random(0, n - 1)
-  local q = "SELECT%20%3Fo%20WHERE%20%7B%20%3Curn%3Aex%3As" .. i ..
-            "%3E%20%3Curn%3Aex%3Ap%3E%20%3Fo%20%7D"
+  local q = "PREFIX" .. i .. "SUFFIX"
   return wrk.format("GET", path .. "?query=" .. q, {["Accept"] = "ACCEPT"})
 end
 """.replace("ACCEPT", ACCEPT)
+
+#: The two query shapes, split around the random subject number.
+QUERIES = {
+    "point": ("SELECT ?o WHERE { <urn:ex:s", "> <urn:ex:p> ?o }"),
+    "join": ("SELECT ?o WHERE { <urn:ex:s", "> <urn:ex:next> ?n . ?n <urn:ex:p> ?o }"),
+}
+
+
+def wrk_script(kind: str) -> str:
+    prefix, suffix = QUERIES[kind]
+    return _WRK_SCRIPT.replace("PREFIX", quote(prefix, safe="")).replace(
+        "SUFFIX", quote(suffix, safe="")
+    )
 
 
 @dataclass
 class Result:
     server: str
+    query: str
     connections: int
     rps: float
     p50_ms: float
@@ -93,6 +110,21 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 60) 
     raise RuntimeError(f"{url} did not start")
 
 
+_NO_ISOLATION = (
+    "import sys; from rdfmem import RdfStore; from rdfmem.server import serve; "
+    "store = RdfStore.open(sys.argv[1]); "
+    "serve(store, port=int(sys.argv[2]), access_log=False, isolate=False)"
+)
+
+
+def start_rdfmem_threads(store: Path, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _NO_ISOLATION, str(store), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
 def start_rdfmem(store: Path, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
@@ -118,16 +150,17 @@ def start_oxigraph(location: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-def point_url(base: str, i: int) -> str:
-    q = f"SELECT ?o WHERE {{ <urn:ex:s{i}> <urn:ex:p> ?o }}"
-    return f"{base}?query={quote(q)}"
+def point_url(base: str, i: int, kind: str = "point") -> str:
+    prefix, suffix = QUERIES[kind]
+    return f"{base}?query={quote(prefix + str(i) + suffix)}"
 
 
 def check_answers(base: str, subjects: int) -> None:
-    """Both servers must give the same, right answer before they are timed."""
-    response = httpx.get(point_url(base, subjects // 2), headers={"Accept": ACCEPT})
-    bindings = response.json()["results"]["bindings"]
-    assert [b["o"]["value"] for b in bindings] == [f"value {subjects // 2}"], response.text
+    """Every server must give the same, right answers before they are timed."""
+    for kind, expected in (("point", subjects // 2), ("join", subjects // 2 + 1)):
+        response = httpx.get(point_url(base, subjects // 2, kind), headers={"Accept": ACCEPT})
+        bindings = response.json()["results"]["bindings"]
+        assert [b["o"]["value"] for b in bindings] == [f"value {expected}"], response.text
 
 
 def _ms(text: str) -> float:
@@ -173,7 +206,7 @@ def run_wrk(url: str, connections: int, seconds: int, subjects: int, script: Pat
     return rps, p50, p99, failed
 
 
-def run_python(url: str, connections: int, seconds: int, subjects: int) -> tuple:
+def run_python(url: str, connections: int, seconds: int, subjects: int, kind: str) -> tuple:
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
@@ -187,7 +220,7 @@ def run_python(url: str, connections: int, seconds: int, subjects: int) -> tuple
         with httpx.Client(headers={"Accept": ACCEPT}) as client:
             while time.monotonic() < stop:
                 start = time.perf_counter()
-                response = client.get(point_url(url, rng.randrange(subjects)))
+                response = client.get(point_url(url, rng.randrange(subjects), kind))
                 mine.append(time.perf_counter() - start)
                 if response.status_code != 200:
                     with lock:
@@ -234,35 +267,41 @@ def main() -> None:
         check=True,
         capture_output=True,
     )
-    script = tmp / "point.lua"
-    script.write_text(_WRK_SCRIPT, encoding="utf-8")
+    scripts = {}
+    for kind in QUERIES:
+        scripts[kind] = tmp / f"{kind}.lua"
+        scripts[kind].write_text(wrk_script(kind), encoding="utf-8")
+    with RdfStore.open(tmp / "rdfmem-threads") as store:
+        store.load(data)
 
-    servers = []
-    ox_port, rm_port = free_port(), free_port()
+    ox_port, rm_port, th_port = free_port(), free_port(), free_port()
     ox_proc = start_oxigraph(tmp / "oxigraph", ox_port)
     rm_proc = start_rdfmem(tmp / "rdfmem", rm_port)
+    th_proc = start_rdfmem_threads(tmp / "rdfmem-threads", th_port)
     servers = [
         ("oxigraph serve", f"http://127.0.0.1:{ox_port}/query", ox_proc),
         ("rdfmem serve", f"http://127.0.0.1:{rm_port}/sparql", rm_proc),
+        ("rdfmem, no child process", f"http://127.0.0.1:{th_port}/sparql", th_proc),
     ]
     results: list[Result] = []
     try:
         for _, url, proc in servers:
             wait_ready(url, proc)
             check_answers(url, subjects)
-        for connections in levels:
-            for name, url, _ in servers:  # interleaved, so load drifts hit both alike
-                if use_wrk:
-                    run_wrk(url, connections, 1, subjects, script)  # warm-up
-                    measured = run_wrk(url, connections, seconds, subjects, script)
-                else:
-                    run_python(url, connections, 1, subjects)
-                    measured = run_python(url, connections, seconds, subjects)
-                results.append(Result(name, connections, *measured))
-                print(
-                    f"{name:15} c={connections}: {measured[0]:8.0f} req/s  "
-                    f"p50 {measured[1]:.2f} ms  p99 {measured[2]:.2f} ms  errors {measured[3]}"
-                )
+        for kind in QUERIES:
+            for connections in levels:
+                for name, url, _ in servers:  # interleaved, so load drifts hit all alike
+                    if use_wrk:
+                        run_wrk(url, connections, 1, subjects, scripts[kind])  # warm-up
+                        measured = run_wrk(url, connections, seconds, subjects, scripts[kind])
+                    else:
+                        run_python(url, connections, 1, subjects, kind)
+                        measured = run_python(url, connections, seconds, subjects, kind)
+                    results.append(Result(name, kind, connections, *measured))
+                    print(
+                        f"{name:25} {kind:5} c={connections}: {measured[0]:8.0f} req/s  "
+                        f"p50 {measured[1]:.2f} ms  p99 {measured[2]:.2f} ms  errors {measured[3]}"
+                    )
     finally:
         for _, _, proc in servers:
             proc.terminate()
@@ -276,28 +315,48 @@ def main() -> None:
 def write_report(
     results: list[Result], subjects: int, seconds: int, client: str, quick: bool
 ) -> None:
-    by = {(r.server, r.connections): r for r in results}
+    by = {(r.server, r.query, r.connections): r for r in results}
     lines = [
-        "# Serving: point SELECT requests per second",
+        "# Serving: SELECT requests per second",
         "",
         f"`python benchmarks/bench_server.py{' --quick' if quick else ''}` — "
         f"{subjects} subjects x 5 triples on disk, the same random point query "
-        "`SELECT ?o WHERE { <urn:ex:sN> <urn:ex:p> ?o }` (SPARQL JSON) against both servers, "
-        f"{seconds} s per measurement after a 1 s warm-up, load generator: {client}.",
+        "`SELECT ?o WHERE { <urn:ex:sN> <urn:ex:p> ?o }` and two-pattern join "
+        "`SELECT ?o WHERE { <urn:ex:sN> <urn:ex:next> ?n . ?n <urn:ex:p> ?o }` (SPARQL JSON) "
+        f"against every server, {seconds} s per measurement after a 1 s warm-up, load "
+        f"generator: {client}.",
         "",
-        "| server | connections | requests/s | p50 ms | p99 ms | errors | vs oxigraph serve |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "rdfmem serve answers point queries on a worker thread; every other read runs in a "
+        "forked child process killed at the time limit (a runaway query stops using the CPU). "
+        "`rdfmem, no child process` is the same server with that isolation off "
+        "(`isolate=False`): the gap on joins is what the child process costs per query.",
+        "",
+        "| query | server | connections | requests/s | p50 ms | p99 ms | errors "
+        "| vs oxigraph serve |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
-        base = by.get(("oxigraph serve", r.connections))
+        base = by.get(("oxigraph serve", r.query, r.connections))
         ratio = r.rps / base.rps if base else float("nan")
         lines.append(
-            f"| {r.server} | {r.connections} | {r.rps:,.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} "
-            f"| {r.errors} | {ratio:.2f}x |"
+            f"| {r.query} | {r.server} | {r.connections} | {r.rps:,.0f} | {r.p50_ms:.2f} "
+            f"| {r.p99_ms:.2f} | {r.errors} | {ratio:.2f}x |"
         )
+    costs = []
+    for connections in sorted({r.connections for r in results}):
+        child = by.get(("rdfmem serve", "join", connections))
+        thread = by.get(("rdfmem, no child process", "join", connections))
+        if child and thread and child.rps and thread.rps:
+            extra = (1 / child.rps - 1 / thread.rps) * 1e3 * connections
+            costs.append(
+                f"{connections} connection(s): {child.rps / thread.rps:.2f}x the requests/s "
+                f"of the unisolated server, about {extra:.1f} ms more per query"
+            )
     lines += [
         "",
-        "Target: rdfmem serve at least 0.25x Oxigraph server's rate.",
+        "Target: rdfmem serve at least 0.25x Oxigraph server's rate on point queries.",
+        "",
+        "Cost of the child process per (join) query: " + "; ".join(costs) + ".",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores (load average "
         f"{os.getloadavg()[0]:.1f} at the end), Python {platform.python_version()}, "

@@ -13,6 +13,7 @@ The child never returns into the parent's code: it leaves with ``os._exit`` what
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import select
@@ -81,6 +82,7 @@ def run_forked(
 
 def _child(fn: Callable[[], Any], read_end: int, write_end: int) -> None:  # pragma: no cover
     code = 1
+    gc.disable()  # a collection would touch (and so copy) every page of the parent's heap
     try:
         os.close(read_end)
         data = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
