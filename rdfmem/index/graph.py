@@ -51,9 +51,10 @@ class GraphIndex:
         self.out: dict[str, set[str]] = {}
         self.into: dict[str, set[str]] = {}
         self._by_kind: dict[str, list[tuple[Any, str]]] = {}  # kind -> sorted (key, iri)
+        self._by_status: dict[tuple[str, str], list[tuple[Any, str]]] = {}  # (kind, status)
 
     def clear(self) -> None:
-        self.nodes, self.out, self.into, self._by_kind = {}, {}, {}, {}
+        self.nodes, self.out, self.into, self._by_kind, self._by_status = {}, {}, {}, {}, {}
 
     def rebuild(
         self,
@@ -66,7 +67,8 @@ class GraphIndex:
             self.nodes[iri] = _Node(kind, status, key, value)
         for node_iri, node in self.nodes.items():
             self._by_kind.setdefault(node.kind, []).append((node.key, node_iri))
-        for entries in self._by_kind.values():
+            self._by_status.setdefault((node.kind, node.status), []).append((node.key, node_iri))
+        for entries in [*self._by_kind.values(), *self._by_status.values()]:
             entries.sort()
         for source, target in links:
             self.link(source, target)
@@ -80,6 +82,7 @@ class GraphIndex:
             self._unsort(iri, old)
         self.nodes[iri] = _Node(kind, status, key, value)
         bisect.insort(self._by_kind.setdefault(kind, []), (key, iri))
+        bisect.insort(self._by_status.setdefault((kind, status), []), (key, iri))
 
     def remove_node(self, iri: str) -> None:
         """Remove a node and every link to or from it."""
@@ -97,10 +100,13 @@ class GraphIndex:
         self.into.setdefault(target, set()).add(source)
 
     def _unsort(self, iri: str, node: _Node) -> None:
-        entries = self._by_kind.get(node.kind, [])
-        i = bisect.bisect_left(entries, (node.key, iri))
-        if i < len(entries) and entries[i] == (node.key, iri):
-            del entries[i]
+        for entries in (
+            self._by_kind.get(node.kind, []),
+            self._by_status.get((node.kind, node.status), []),
+        ):
+            i = bisect.bisect_left(entries, (node.key, iri))
+            if i < len(entries) and entries[i] == (node.key, iri):
+                del entries[i]
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -110,12 +116,9 @@ class GraphIndex:
 
     def oldest(self, kind: str, status: str | None = None) -> list[str]:
         """Nodes of ``kind`` (and ``status``), oldest first."""
-        nodes = self.nodes
-        return [
-            iri
-            for _, iri in self._by_kind.get(kind, ())
-            if status is None or nodes[iri].status == status
-        ]
+        if status is None:
+            return [iri for _, iri in self._by_kind.get(kind, ())]
+        return [iri for _, iri in self._by_status.get((kind, status), ())]
 
     def newest(self, kind: str, limit: int) -> list[str]:
         """The ``limit`` newest nodes of ``kind``, newest first."""

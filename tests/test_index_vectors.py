@@ -1,0 +1,117 @@
+"""rdfmem.index: the vector set (exact and approximate) and which writes make indexes stale."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rdfmem import DecisionGraph, Memories, Memory, RdfStore
+from rdfmem.backends.oxigraph import OxigraphBackend
+from rdfmem.embeddings import EMBEDDING
+from rdfmem.index import VectorSet, indexes
+
+
+def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    data = rng.standard_normal((n, d)).astype(np.float32)
+    return data / np.linalg.norm(data, axis=1, keepdims=True)
+
+
+def test_approximate_search_finds_what_exact_search_finds_and_follows_changes() -> None:
+    pytest.importorskip("usearch")
+    rng = np.random.default_rng(5)
+    data = _unit(rng, 2_000, 32)
+    exact = VectorSet(("urn:g",), "urn:p", approximate=False)
+    approx = VectorSet(("urn:g",), "urn:p", approximate=True)
+    for vs in (exact, approx):
+        vs.rebuild(("urn:g", f"urn:v{i}", v) for i, v in enumerate(data))
+    hits = 0
+    for q in data[:40] + 0.1 * rng.standard_normal((40, 32)).astype(np.float32):
+        want = {s for _, s, _ in exact.search(q, 10)}
+        hits += len(want & {s for _, s, _ in approx.search(q, 10)})
+    assert hits / 400 >= 0.95
+    # rows changed after the graph was built: a new best match, one removed
+    target = data[7]
+    for vs in (exact, approx):
+        vs.put("urn:g", "urn:new", target)
+        vs.remove("urn:g", "urn:v7")
+        top = vs.search(target, 3)
+        assert top[0][1] == "urn:new" and all(s != "urn:v7" for _, s, _ in top)
+
+
+def test_vectors_of_other_dimensions_and_zero_vectors_are_never_matched() -> None:
+    vs = VectorSet(("urn:g",), "urn:p")
+    vs.put("urn:g", "urn:a", np.array([1.0, 0.0], dtype=np.float32))
+    vs.put("urn:g", "urn:b", np.array([1.0, 0.0, 0.0], dtype=np.float32))
+    vs.put("urn:g", "urn:c", np.zeros(2, dtype=np.float32))
+    assert [s for _, s, _ in vs.search(np.array([1.0, 0.0], np.float32), 5)] == ["urn:a"]
+    assert vs.search(np.zeros(2, np.float32), 5) == []
+    assert len(vs) == 3 and vs.nbytes() > 0
+
+
+def test_equal_scores_rank_by_subject_whatever_the_write_order() -> None:
+    v = np.array([0.0, 1.0], dtype=np.float32)
+    orders = []
+    for names in (["urn:c", "urn:a", "urn:b"], ["urn:b", "urn:c", "urn:a"]):
+        vs = VectorSet(("urn:g",), "urn:p")
+        for name in names:
+            vs.put("urn:g", name, v)
+        orders.append([s for _, s, _ in vs.search(v, 2)])
+    assert orders == [["urn:a", "urn:b"], ["urn:a", "urn:b"]]
+
+
+def test_many_removals_compact_the_rows_and_keep_answers() -> None:
+    vs = VectorSet(("urn:g",), "urn:p")
+    rng = np.random.default_rng(1)
+    data = _unit(rng, 3_000, 8)
+    for i, v in enumerate(data):
+        vs.put("urn:g", f"urn:v{i}", v)
+    for i in range(0, 2_900):
+        vs.remove("urn:g", f"urn:v{i}")
+    assert len(vs) == 100
+    found = vs.search(data[2_950], 1)
+    assert found[0][1] == "urn:v2950"
+
+
+def test_key_value_writes_leave_memory_and_decision_indexes_fresh() -> None:
+    store = RdfStore()
+    memories = Memories(store)
+    graph = DecisionGraph(store)
+    memories.save(Memory("global", "Tea", "green tea"))
+    graph.add_node({"id": "g", "type": "goal", "label": "Ship"})
+    memories.search("tea")
+    graph.query("active_goals")
+    hub = indexes(store)
+    assert hub is not None
+    vectors = hub.vectors(("urn:rdfmem:memories:global",), EMBEDDING.value)
+    decisions = hub.graph_index(graph.graph)
+    seen = (vectors.seen, decisions.seen)
+    store.set("counter", 1)
+    store.update("counter", lambda n: n + 1)
+    store.restore(store.snapshot())
+    assert hub.fresh(vectors.seen, vectors.graphs) and hub.fresh(decisions.seen, (graph.graph,))
+    # a domain write moves its own index forward and keeps it fresh, without a reload
+    memories.save(Memory("global", "Coffee", "black coffee"))
+    assert vectors.seen > seen[0] and hub.fresh(vectors.seen, vectors.graphs)
+    assert len(vectors) == 2
+    # a raw update is of unknown scope: both indexes rebuild before their next read
+    store.sparql_update("INSERT DATA { GRAPH <urn:other> { <urn:a> <urn:b> <urn:c> } }")
+    assert not hub.fresh(vectors.seen, vectors.graphs)
+    assert [m.title for m, _ in memories.search("coffee")] == ["Coffee"]
+    assert [n.id for n in graph.query("active_goals")] == ["g"]
+
+
+def test_a_store_other_clients_write_has_no_index_and_reads_afresh() -> None:
+    class Shared(OxigraphBackend):  # as a remote server: writers rdfmem does not see
+        exclusive_writer = False
+
+    writer = RdfStore()
+    oxigraph = writer.backend
+    assert isinstance(oxigraph, OxigraphBackend)
+    reader = RdfStore(Shared(store=oxigraph.store))
+    assert indexes(reader) is None
+    mine, theirs = Memories(reader), Memories(writer)
+    assert mine.search("tea") == []
+    theirs.save(Memory("global", "Tea", "green tea"))
+    assert [m.title for m, _ in mine.search("tea")] == ["Tea"]
+    DecisionGraph(writer).add_node({"id": "g", "type": "goal", "label": "Ship"})
+    assert [n.id for n in DecisionGraph(reader).query("active_goals")] == ["g"]
