@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 import logging
 import threading
@@ -68,6 +67,7 @@ from .answers import (
     update_answer,
 )
 from .dataset import with_using
+from .gate import Gate
 from .isolate import ChildFailed, run_forked
 from .named import list_named_queries, load_named_query
 from .negotiate import DATASET_OFFERS, GRAPH_OFFERS, RESULTS_OFFERS, by_name
@@ -634,66 +634,7 @@ def create_app(
     )
     app.state.endpoint = endpoint
     inner: ASGIApp = app if settings.cors else _Shortcut(app, endpoint)
-    return _Gate(inner, settings)
-
-
-def _host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
-    """Whether a ``Host`` header names this server: an IP address (DNS rebinding needs a
-    name), ``localhost``, or one of ``allowed`` (``"*"`` allows any)."""
-    if "*" in allowed:
-        return True
-    name = host.strip().lower()
-    if name.startswith("["):  # [v6]:port
-        name = name[1 : name.find("]")] if "]" in name else name
-    elif name.count(":") == 1:
-        name = name.partition(":")[0]
-    if not name:
-        return False
-    try:
-        ipaddress.ip_address(name)
-        return True
-    except ValueError:
-        pass
-    return name.rstrip(".") in ("localhost", *allowed) or name in allowed
-
-
-class _Gate:
-    """Refuses, before any routing, requests that are not the user's own: a ``Host`` the
-    server does not answer to (421: DNS rebinding), and an ``Origin`` of another site that
-    CORS does not allow (403: a cross-site request, even a "simple" form POST)."""
-
-    def __init__(self, app: ASGIApp, settings: ServerSettings) -> None:
-        self.app = app
-        self.settings = settings
-        self.state = getattr(app, "state", None)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = {k.lower(): v for k, v in scope.get("headers", [])}
-            host = headers.get(b"host", b"").decode("latin-1")
-            refusal = None
-            if not _host_allowed(host, self.settings.allowed_hosts):
-                refusal = HttpError(
-                    421,
-                    f"this server does not answer to the host {host!r}; start it with "
-                    "--allowed-host NAME to allow a name",
-                )
-            else:
-                origin = headers.get(b"origin")
-                if origin is not None:
-                    given = origin.decode("latin-1").rstrip("/").lower()
-                    own = {f"{scope.get('scheme', 'http')}://{host.lower()}"}
-                    cors = self.settings.cors
-                    if given not in own and "*" not in cors and given not in cors:
-                        refusal = HttpError(
-                            403,
-                            f"cross-origin request from {given!r} refused; start the server "
-                            "with --cors ORIGIN to allow that site",
-                        )
-            if refusal is not None:
-                await _error(refusal)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+    return Gate(inner, allowed_hosts=settings.allowed_hosts, cors=settings.cors)
 
 
 class _Shortcut:

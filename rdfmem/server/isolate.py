@@ -20,6 +20,7 @@ import select
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +49,11 @@ def run_forked(
         ChildFailed: the child exited without a complete answer.
     """
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns that forking a threaded process may deadlock the child: this
+        # child only evaluates and exits, and one that hangs is killed at the deadline.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # pragma: no cover - the child; coverage does not follow it
         _child(fn, read_end, write_end)
     os.close(write_end)
