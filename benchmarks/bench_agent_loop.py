@@ -281,20 +281,23 @@ def traversals(n: int, repeat: int) -> dict[str, Any]:
                     queue.append(nxt)
         return order
 
-    # a pair 10 hops apart (shortest), by BFS from a node in the middle of the graph
-    start = f"n{n // 2}"
-    dist = {start: 0}
-    queue = deque([start])
-    end = start
-    while queue:
-        cur = queue.popleft()
-        if dist[cur] == 10:
-            end = cur
+    # a pair 10 hops apart (shortest): breadth-first from successive nodes until one has a
+    # node at distance 10
+    start = end = "n1"
+    for i in range(1, n):
+        start = f"n{i}"
+        dist = {start: 0}
+        queue = deque([start])
+        while queue and end == "n1":
+            cur = queue.popleft()
+            for nxt in out.get(cur, ()):
+                if nxt not in dist:
+                    dist[nxt] = dist[cur] + 1
+                    queue.append(nxt)
+                    if dist[nxt] == 10:
+                        end = nxt
+        if end != "n1":
             break
-        for nxt in out.get(cur, ()):
-            if nxt not in dist:
-                dist[nxt] = dist[cur] + 1
-                queue.append(nxt)
     mid = f"n{n // 3}"
     result = {
         "n": n,

@@ -30,7 +30,7 @@ __all__ = ["ANN_THRESHOLD", "VectorSet"]
 #: Rows of one dimension from which ``VectorSet(approximate=None)`` searches with usearch:
 #: where exact search of 512-dimension vectors costs several times an HNSW search (measured
 #: by ``benchmarks/bench_agent_loop.py``).
-ANN_THRESHOLD = 20_000
+ANN_THRESHOLD = 10_000
 _MIN_CAPACITY = 64
 
 
@@ -107,7 +107,7 @@ class _Rows:
             metric="cos",
             dtype="i8",
             connectivity=16,
-            expansion_add=64,
+            expansion_add=128,
             expansion_search=512,
         )
         n = len(self.keys)
