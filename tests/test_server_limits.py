@@ -74,14 +74,16 @@ def test_runaway_queries_are_killed_at_their_limit(slow_store: str, tmp_path: Pa
     def run() -> None:
         answers.append(httpx.get(server.sparql_url, params={"query": RUNAWAY}, timeout=60))
 
-    options = ("--timeout", "1.5", "--max-concurrent", "4")
+    options = ("--timeout", "3", "--max-concurrent", "4")
     with serve_process(slow_store, *options, tmp_path=tmp_path) as server:
         threads = [threading.Thread(target=run) for _ in range(4)]
         for thread in threads:
             thread.start()
-        time.sleep(0.5)
-        during = httpx.get(server.url + "/health", timeout=5)
+        deadline = time.monotonic() + 2.5
+        while len(server.children()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
         busy_children = len(server.children())
+        during = httpx.get(server.url + "/health", timeout=5)
         for thread in threads:
             thread.join(60)
         after = httpx.get(server.sparql_url, params={"query": "ASK { ?s ?p 7 }"}, timeout=5)
