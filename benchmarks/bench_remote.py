@@ -183,6 +183,133 @@ def bench_server(name: str, urls: tuple[str, str], n: int, repeats: int) -> list
     return [*lines, ""]
 
 
+# -- GRAPH queries against many named graphs -------------------------------------------------
+
+GRAPH_QUERY = "SELECT ?g ?o WHERE { GRAPH ?g { <urn:b:s0> <urn:b:p> ?o } }"
+
+
+def bench_graphs(urls: tuple[str, str], counts: tuple[int, ...], runs: int) -> list[str]:
+    """A GRAPH query as rdfmem sends it now (one request, no dataset), beside what it sent
+    before (list every named graph, then send each as a ``named-graph-uri``), at growing
+    numbers of named graphs on the server."""
+    query_url, update_url = urls
+    lines = [
+        "## GRAPH queries and the number of named graphs (Oxigraph server)",
+        "",
+        f"`{GRAPH_QUERY}`, median of {runs} runs; *before*: the same query sent the way "
+        "rdfmem sent it until now (one request listing the named graphs, then the query "
+        "with every graph as a `named-graph-uri`).",
+        "",
+        "| named graphs | rdfmem (ms) | request bytes | before (ms) | before: request bytes |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    store = RdfStore.connect(query_url, update_url)
+    client = httpx.Client(timeout=300)
+    accept = {"Accept": "application/sparql-results+json"}
+    present = 0
+    sizes: list[int] = []
+    store.backend.client.event_hooks["request"] = [lambda r: sizes.append(len(r.read()))]
+    first: float | None = None
+    ratios: list[float] = []
+    for count in counts:
+        for start in range(present, count, 2000):
+            data = " ".join(
+                f"GRAPH <urn:b:g{i}> {{ <urn:b:s{i}> <urn:b:p> {i} }}"
+                for i in range(start, min(count, start + 2000))
+            )
+            client.post(update_url, data={"update": f"INSERT DATA {{ {data} }}"}).raise_for_status()
+        present = count
+        sizes.clear()
+        times, old_times = [], []
+        old_size = 0
+        for _ in range(runs):
+            t = time.perf_counter()
+            rows = store.query(GRAPH_QUERY)
+            times.append(time.perf_counter() - t)
+            assert len(list(rows)) == 1  # type: ignore[arg-type]
+            t = time.perf_counter()
+            listed = client.post(
+                query_url, data={"query": "SELECT ?g WHERE { GRAPH ?g { } }"}, headers=accept
+            ).json()["results"]["bindings"]
+            form = {
+                "query": GRAPH_QUERY,
+                "default-graph-uri": ["urn:rdfmem:graph:default"],
+                "named-graph-uri": [b["g"]["value"] for b in listed],
+            }
+            request = client.build_request("POST", query_url, data=form, headers=accept)
+            old_size = len(request.read())
+            client.send(request).raise_for_status()
+            old_times.append(time.perf_counter() - t)
+        ms = sorted(times)[len(times) // 2] * 1000
+        old_ms = sorted(old_times)[len(old_times) // 2] * 1000
+        first = first or ms
+        ratios.append(ms / first)
+        lines.append(f"| {count:,} | {ms:.2f} | {sizes[-1]:,} | {old_ms:.2f} | {old_size:,} |")
+    store.close()
+    client.close()
+    lines += [
+        "",
+        f"rdfmem's time at {counts[-1]:,} graphs is {ratios[-1]:.2f}x its time at "
+        f"{counts[0]:,} (target: within 1.5x).",
+        "",
+    ]
+    return lines
+
+
+# -- async tasks against threads ---------------------------------------------------------------
+
+
+def bench_async(urls: tuple[str, str], tasks: int, per_task: int) -> list[str]:
+    """``tasks`` asyncio tasks on one event loop (``aupdate`` then ``aget``, each on its own
+    key) beside 8 threads doing the same calls with ``update`` / ``get``."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    total = tasks * per_task
+    store = RdfStore.connect(*urls, lease_wait_ms=300_000)
+
+    async def one(i: int) -> None:
+        for _ in range(per_task):
+            await store.aupdate(f"a{i}", lambda n: (n or 0) + 1)  # type: ignore[attr-defined]
+            await store.aget(f"a{i}")
+
+    async def all_tasks() -> float:
+        t = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(tasks)))
+        return time.perf_counter() - t
+
+    async_s = asyncio.run(all_tasks())
+    exact = all(store.get(f"a{i}") == per_task for i in range(tasks))
+
+    def threaded(i: int) -> None:
+        for _ in range(per_task):
+            store.update(f"t{i}", lambda n: (n or 0) + 1)
+            store.get(f"t{i}")
+
+    t = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(threaded, range(tasks)))
+    thread_s = time.perf_counter() - t
+    exact = exact and all(store.get(f"t{i}") == per_task for i in range(tasks))
+    store.close()
+    return [
+        "## Async tasks against threads (Oxigraph server)",
+        "",
+        f"{total} `update` + `get` pairs on {tasks} keys: {tasks} asyncio tasks on one "
+        "event loop (`aupdate` / `aget` on `httpx.AsyncClient`, no thread per call) beside "
+        "8 threads (`update` / `get`). Counts exact afterwards: "
+        f"{'yes' if exact else 'NO'}.",
+        "",
+        "| driver | pairs per second |",
+        "|---|---:|",
+        f"| {tasks} async tasks, one loop | {total / async_s:.0f} |",
+        f"| 8 threads | {total / thread_s:.0f} |",
+        "",
+        f"async / threads: {thread_s / async_s:.2f}x (target: at least 1x).",
+        "",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a smoke run")
@@ -206,7 +333,12 @@ def main() -> None:
             server = kind(workdir)
             server.start()
             try:
-                sections += bench_server(name, (server.query_url, server.update_url), n, repeats)
+                urls = (server.query_url, server.update_url)
+                sections += bench_server(name, urls, n, repeats)
+                if kind is OxigraphServer:
+                    counts = (10, 100, 1000) if args.quick else (10, 1000, 10_000)
+                    sections += bench_graphs(urls, counts, 5 if args.quick else 15)
+                    sections += bench_async(urls, 200, 2 if args.quick else 5)
             finally:
                 server.stop()
     finally:

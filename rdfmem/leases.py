@@ -98,6 +98,8 @@ __all__ = [
     "Sleep",
     "Update",
     "acquire",
+    "check",
+    "delete_claims",
     "release",
     "run",
 ]
@@ -201,7 +203,8 @@ def _insert_claim(graph: NamedNode, claim: Claim, holder: str, ttl_ms: int) -> s
     )
 
 
-def _delete_claims(graph: NamedNode, nodes: Sequence[NamedNode]) -> str:
+def delete_claims(graph: NamedNode, nodes: Sequence[NamedNode]) -> str:
+    """The update deleting the claims ``nodes``."""
     g = sparql_term(graph)
     return (
         f"DELETE {{ GRAPH {g} {{ ?c ?p ?o }} }} WHERE {{ GRAPH {g} {{ "
@@ -366,13 +369,13 @@ def acquire(
             if mine is None or mine.dead():
                 # Our own claim was taken for dead (we were slower than its ttl): retract
                 # it and start again with a new one.
-                yield Update(_delete_claims(graph, [claim.node]))
+                yield Update(delete_claims(graph, [claim.node]))
                 break
             if prefetch:
                 claim.prefetch = [r for r in rows or [] if "ps" in r]
             if not live:
                 if dead:
-                    yield Update(_delete_claims(graph, dead))
+                    yield Update(delete_claims(graph, dead))
                 return claim
             if ticket is None:
                 ticket = 1 + max((c.ticket or 0 for c in live), default=0)
@@ -381,7 +384,7 @@ def acquire(
                     f"{LEASE_TICKET} {ticket} }} }}"
                 )
                 if dead:
-                    write += " ; " + _delete_claims(graph, dead)
+                    write += " ; " + delete_claims(graph, dead)
                 yield Update(write)
                 continue  # the bakery needs a read after the ticket is written
             blockers = [
@@ -391,12 +394,12 @@ def acquire(
                 or (c.ticket is not None and (c.ticket, c.token) < (ticket, claim.token))
             ]
             if dead:
-                yield Update(_delete_claims(graph, dead))
+                yield Update(delete_claims(graph, dead))
             if not blockers:
                 return claim
             now = clock()
             if now >= give_up:
-                yield Update(_delete_claims(graph, [claim.node]))
+                yield Update(delete_claims(graph, [claim.node]))
                 holding = min(blockers, key=lambda c: (c.ticket is not None, c.ticket or 0))
                 raise LeaseDenied(
                     f"lease on {label!r} is held by {holding.holder}; gave up after "
@@ -442,7 +445,7 @@ class Pace:
 
 def release(graph: NamedNode, claim: Claim) -> Steps[None]:
     """The step that gives a claim up (deleting it; idempotent)."""
-    yield Update(_delete_claims(graph, [claim.node]))
+    yield Update(delete_claims(graph, [claim.node]))
 
 
 class Wire(Protocol):
@@ -572,7 +575,7 @@ class Leases:
     def forget(self, token: str) -> None:
         """Delete the claim ``token`` on the server, held here or not (idempotent)."""
         if re.fullmatch(r"[0-9a-f]{32}", token):
-            self.wire.send_update(_delete_claims(self.graph, [NamedNode(CLAIM_PREFIX + token)]))
+            self.wire.send_update(delete_claims(self.graph, [NamedNode(CLAIM_PREFIX + token)]))
 
     def _covering(self, subject: NamedNode) -> Claim | None:
         with self._held_lock:
@@ -652,7 +655,7 @@ class Leases:
             except LeaseExpired as exc:
                 parts, expired = [], exc
         if section.own is not None:
-            parts.append(_delete_claims(self.graph, [section.own.node]))
+            parts.append(delete_claims(self.graph, [section.own.node]))
         if parts:
             self.wire.send_update(" ; ".join(parts))
         if expired is not None and raise_expired:

@@ -8,6 +8,11 @@ Several agents, processes or machines share one memory by connecting to one serv
     ...                                              # others' writes to "run-abc" wait
     store.release_lease(lease)
 
+The asyncio twins of ``get``, ``has``, ``set``, ``update`` and ``delete`` (and the lease
+and health calls) run on an ``httpx.AsyncClient``: one event loop drives hundreds of
+concurrent calls without a thread each; the lease protocol is the same generator of steps,
+run by ``arun`` instead of ``run``. The other ``a*`` twins run the sync call on a thread.
+
 Everything ``RdfStore`` offers works unchanged (see ``rdfmem.backends.sparql`` for what
 "the default graph" and blank nodes mean on a server, and ``rdfmem.leases`` for why the
 leases hold on a server that isolates nothing but single writes).
@@ -15,18 +20,45 @@ leases hold on a server that isolates nothing but single writes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from pyoxigraph import NamedNode, Quad, QuerySolutions
 
-from .backends.sparql import LEASE_GRAPH_IRI, SparqlBackend
-from .errors import InvalidValue
-from .leases import Lease
+from .backends.sparql import (
+    LEASE_GRAPH_IRI,
+    SparqlBackend,
+    compile_match,
+    edit_requests,
+    retry_pause,
+    unreachable,
+)
+from .backends.sparql_text import log_change
+from .errors import BackingError, InvalidValue
+from .keys import decode_value, encode_value
+from .leases import (
+    Claim,
+    Lease,
+    Select,
+    Sleep,
+    Steps,
+    T,
+    Update,
+    acquire,
+    check,
+    delete_claims,
+    release,
+)
 from .store import RdfStore
 
 __all__ = ["Endpoint", "Lease", "RemoteStore"]
+
+_CONNECTIONS = 8  # requests in flight at once from one event loop
 
 
 @dataclass(frozen=True)
@@ -51,6 +83,12 @@ class RemoteStore(RdfStore):
     def __init__(self, backend: SparqlBackend, *, region: str = "", **options: Any) -> None:
         super().__init__(backend, **options)
         self.endpoint = Endpoint(backend.query_url, region)
+        self._aclient: httpx.AsyncClient | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
+        self._asem = asyncio.Semaphore(_CONNECTIONS)
+        self._closing: asyncio.Future[None] | None = None
+        self._keeper: AsyncIterator[None] | None = None
+        self._alocks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     @classmethod
     def connect(
@@ -159,7 +197,209 @@ class RemoteStore(RdfStore):
         """Async ``health``; never raises."""
         return bool(await self._run_async(self.health, timeout_ms))
 
+    # -- async on the network --------------------------------------------------------------
+
+    async def _apost(self, form: Mapping[str, Any], *, update: bool = False) -> httpx.Response:
+        """POST on this event loop's ``httpx.AsyncClient``, with ``_post``'s retries and
+        errors."""
+        backend = self.backend
+        if backend._closed:
+            raise BackingError("this remote store is closed", cause=None)
+        loop = asyncio.get_running_loop()
+        if self._aclient is None or self._aloop is not loop:
+            self._aclient = httpx.AsyncClient(
+                auth=backend.client.auth,
+                timeout=backend.client.timeout,
+                headers=backend.client.headers,
+                limits=httpx.Limits(
+                    max_connections=_CONNECTIONS, max_keepalive_connections=_CONNECTIONS
+                ),
+            )
+            self._aloop = loop
+            # At most this many requests in flight: more wait here, in a queue that costs
+            # nothing per waiter (httpx's pool rescans its waiting requests on each answer).
+            self._asem = asyncio.Semaphore(_CONNECTIONS)
+            # Closed on this loop when it shuts down (asyncio.run finalises open async
+            # generators), so no connection outlives the loop that opened it.
+            self._keeper = _closing_at_shutdown(self._aclient)
+            await self._keeper.__anext__()
+            self._alocks = weakref.WeakValueDictionary()
+        url = backend.update_url if update else backend.query_url
+        accept = "*/*" if update else "application/sparql-results+json"
+        for attempt in range(8):
+            try:
+                async with self._asem:
+                    response = await self._aclient.post(url, data=form, headers={"Accept": accept})
+            except httpx.TransportError as exc:
+                raise unreachable(url, exc) from exc
+            if backend.answered(response, attempt):
+                return response
+            await asyncio.sleep(retry_pause(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _arows(self, sparql: str) -> list[dict[str, Any]]:
+        solutions = self.backend._results(await self._apost({"query": sparql}))
+        if not isinstance(solutions, QuerySolutions):
+            raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
+        names = [v.value for v in solutions.variables]
+        return [{n: s[i] for i, n in enumerate(names) if s[i] is not None} for s in solutions]
+
+    async def _aknow_server(self) -> None:
+        """Learn who the server is (default graph, snapshot reads) without blocking."""
+        if not self.backend.server:
+            await self._apost({"query": "ASK {}"})
+
+    async def arun(self, steps: Steps[T]) -> T:
+        """Run lease protocol steps on the event loop."""
+        reply: Any = None
+        while True:
+            try:
+                step = steps.send(reply)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            reply = None
+            if isinstance(step, Select):
+                reply = await self._arows(step.sparql)
+            elif isinstance(step, Update):
+                await self._apost({"update": step.sparql}, update=True)
+            elif isinstance(step, Sleep):
+                await asyncio.sleep(step.seconds)
+
+    async def _aentry(self, subject: NamedNode) -> list[Quad]:
+        sparql, _ = compile_match(
+            subject, self._value_predicate, None, self._kv_graph, default_graph=None
+        )
+        rows = await self._arows(sparql)
+        return [Quad(subject, self._value_predicate, r["o"], self._kv_graph) for r in rows]
+
+    async def _amodify(self, key: str, change: Callable[[list[Quad]], list[Quad] | None]) -> Any:
+        """One leased read-modify-write of ``key``'s entry: ``change(old quads)`` gives the
+        new quads (None: leave it); the write travels with the release, in one request."""
+        await self._aknow_server()
+        subject = self._codec.subject(key)
+        # Tasks of this client take turns per key (as threads do), so that one claim at a
+        # time waits on the server for it.
+        lock = self._alocks.get(subject.value)
+        if lock is None:
+            lock = self._alocks[subject.value] = asyncio.Lock()
+        async with lock:
+            return await self._amodify_held(subject, change)
+
+    async def _amodify_held(
+        self, subject: NamedNode, change: Callable[[list[Quad]], list[Quad] | None]
+    ) -> Any:
+        backend, leases = self.backend, self.backend.leases
+        covering = leases._covering(subject)
+        claim: Claim | None = None
+        if covering is None:
+            claim = await self.arun(
+                acquire(
+                    leases.graph,
+                    [subject],
+                    holder=leases.holder,
+                    ttl_ms=leases.ttl_ms,
+                    max_wait_ms=leases.wait_ms,
+                    label=subject.value,
+                    pace=leases.pace,
+                    prefetch=backend.snapshot_reads(),
+                )
+            )
+        try:
+            if claim is not None and claim.prefetch is not None:
+                old = [
+                    Quad(subject, self._value_predicate, r["po"], self._kv_graph)
+                    for r in claim.prefetch
+                    if r.get("ps") == subject
+                    and r.get("pp") == self._value_predicate
+                    and r.get("pg") == self._kv_graph
+                ]
+            else:
+                old = await self._aentry(subject)
+            new = change(old)
+            parts: list[str] = []
+            if new is not None:
+                parts = edit_requests(old, new, default_graph=backend.default_graph)
+                if parts:
+                    parts[-1] += " ; " + log_change(
+                        backend.change_graph, uuid.uuid4().hex, [self._kv_graph.value]
+                    )
+                for fence in (claim, covering):
+                    if fence is not None:
+                        check(fence)
+        except BaseException:
+            if claim is not None:
+                await self.arun(release(leases.graph, claim))
+            raise
+        if claim is not None:
+            parts.append(delete_claims(leases.graph, [claim.node]))
+        for part in parts[:-1]:
+            await self._apost({"update": part}, update=True)
+        if parts:
+            await self._apost({"update": parts[-1]}, update=True)
+        self._wrote_entries()
+        return old
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        """Async ``get``, on the network without a thread."""
+        old = await self._aentry(self._codec.subject(key))
+        return decode_value(old[0].object) if old else default
+
+    async def ahas(self, key: str) -> bool:
+        """Async ``has``, on the network without a thread."""
+        return bool(await self._aentry(self._codec.subject(key)))
+
+    async def aset(self, key: str, value: Any) -> None:
+        """Async ``set``: leased, like ``set``; on the network without a thread."""
+        entry = encode_value(value)
+        subject = self._codec.subject(key)
+        await self._amodify(
+            key, lambda _: [Quad(subject, self._value_predicate, entry, self._kv_graph)]
+        )
+
+    async def adelete(self, key: str) -> bool:
+        """Async ``delete``: leased, like ``delete``; on the network without a thread."""
+        return bool(await self._amodify(key, lambda old: [] if old else None))
+
+    async def aupdate(self, key: str, fn: Callable[[Any], Any]) -> Any:
+        """Async ``update``: atomic across every client, like ``update``; on the network
+        without a thread."""
+        subject = self._codec.subject(key)
+        result: list[Any] = []
+
+        def change(old: list[Quad]) -> list[Quad]:
+            value = fn(decode_value(old[0].object) if old else None)
+            result.append(value)
+            return [Quad(subject, self._value_predicate, encode_value(value), self._kv_graph)]
+
+        await self._amodify(key, change)
+        return result[0]
+
+    async def aclose(self) -> None:
+        """Close the store and its async client."""
+        client, self._aclient = self._aclient, None
+        if client is not None:
+            await client.aclose()
+        self.close()
+
+    def close(self) -> None:
+        """Close the store, and its async client when one is open (an event loop that
+        ended closed it already: ``asyncio.run(main())`` then ``store.close()``)."""
+        client, loop, self._aclient = self._aclient, self._aloop, None
+        if client is not None and loop is not None and not loop.is_closed():
+            if loop.is_running():
+                self._closing = asyncio.ensure_future(client.aclose(), loop=loop)
+            else:
+                loop.run_until_complete(client.aclose())
+        super().close()
+
     def __repr__(self) -> str:
         ns = f", namespace={self.namespace!r}" if self.namespace else ""
         region = f", region={self.endpoint.region!r}" if self.endpoint.region else ""
         return f"RemoteStore({self.endpoint.url!r}{region}{ns})"
+
+
+async def _closing_at_shutdown(client: httpx.AsyncClient) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await client.aclose()

@@ -47,6 +47,7 @@ import json
 import random
 import re
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -71,9 +72,22 @@ from ..errors import BackingError, InvalidTerm, QueryError, Unreachable
 from ..leases import Leases
 from ..terms import sparql_term
 from .base import Backend, Graph, Object, RawResult, Subject
-from .sparql_text import inject_values, query_shape
+from .sparql_text import (
+    CHANGE_GRAPH_IRI,
+    DEFAULT_GRAPH_LABEL,
+    Changes,
+    inject_values,
+    interpret_changes,
+    log_change,
+    prune_changes,
+    query_shape,
+    read_changes,
+    xsd_instant,
+)
 
 __all__ = [
+    "CHANGE_GRAPH_IRI",
+    "Changes",
     "DEFAULT_GRAPH_IRI",
     "LEASE_GRAPH_IRI",
     "SKOLEM_PREFIX",
@@ -256,6 +270,8 @@ class SparqlBackend(Backend):
             default the server's own default graph, or ``DEFAULT_GRAPH_IRI`` against a
             server that has no writable one (Virtuoso).
         lease_graph: the named graph that holds lease claims (hidden from matches).
+        change_graph: the named graph of the change log (hidden from matches): every
+            rdfmem write records there, in the same request, the graphs it touched.
         hidden_graphs: graphs that reads of every graph leave out, besides the lease graph;
             by default Virtuoso's own graphs (``VIRTUOSO_GRAPHS``) against Virtuoso.
         lease_ttl_ms, lease_wait_ms: the lease a read-modify-write takes, and how long it
@@ -284,6 +300,7 @@ class SparqlBackend(Backend):
         headers: Mapping[str, str] | None = None,
         default_graph: str | None = None,
         lease_graph: str = LEASE_GRAPH_IRI,
+        change_graph: str = CHANGE_GRAPH_IRI,
         hidden_graphs: Sequence[str] | None = None,
         lease_ttl_ms: int = 10_000,
         lease_wait_ms: int = 30_000,
@@ -297,6 +314,7 @@ class SparqlBackend(Backend):
         try:
             self._default_graph = None if default_graph is None else NamedNode(default_graph)
             self.lease_graph = NamedNode(lease_graph)
+            self.change_graph = NamedNode(change_graph)
             self._hidden = None if hidden_graphs is None else [NamedNode(g) for g in hidden_graphs]
             httpx.URL(self.query_url)
             httpx.URL(self.update_url)
@@ -312,6 +330,7 @@ class SparqlBackend(Backend):
         self.leases = Leases(self, self.lease_graph, lease_ttl_ms, lease_wait_ms)
         self._closed = False
         self._default_known = default_graph is not None
+        self._pruned_at = 0.0  # the server time this client last pruned the change log
 
     @property
     def default_graph(self) -> NamedNode | None:
@@ -339,27 +358,33 @@ class SparqlBackend(Backend):
             try:
                 response = self.client.post(url, data=form, headers={"Accept": accept})
             except httpx.TransportError as exc:
-                raise Unreachable(
-                    f"{url} did not answer: {type(exc).__name__}: {exc}", endpoint=url, cause=exc
-                ) from exc
-            self.server = response.headers.get("server", self.server)
-            if response.is_success:
+                raise unreachable(url, exc) from exc
+            if self.answered(response, attempt):
                 return response
-            message = response.text.strip()[:2000] or response.reason_phrase
-            if attempt == _RETRIES or not _ROLLED_BACK.search(message):
-                break
-            # The server rolled the request back (Virtuoso: "40001 … Transaction
-            # deadlocked"): nothing of it happened, so it is safe to send it again.
-            time.sleep(0.005 * 2**attempt * random.uniform(0.5, 1.5))
+            time.sleep(retry_pause(attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def answered(self, response: httpx.Response, attempt: int) -> bool:
+        """True on success; False when the server rolled the request back (SQLSTATE
+        40001, Virtuoso's "Transaction deadlocked": nothing of it happened, so it is safe
+        to send it again) and attempts remain.
+
+        Raises:
+            QueryError, BackingError: any other failure.
+        """
+        self.server = response.headers.get("server", self.server)
+        if response.is_success:
+            return True
+        message = response.text.strip()[:2000] or response.reason_phrase
+        if attempt < _RETRIES and _ROLLED_BACK.search(message):
+            return False
+        url = str(response.request.url)
+        what = "update" if response.request.content.startswith(b"update=") else "query"
         if response.status_code == 400:
             raise QueryError(f"the server refused the {what}: {message}")
-        if response.status_code in (401, 403):
-            raise BackingError(
-                f"{url} refused the {what} (HTTP {response.status_code}): {message}",
-                cause=response.status_code,
-            )
+        verb = "refused" if response.status_code in (401, 403) else "failed"
         raise BackingError(
-            f"{url} failed the {what} (HTTP {response.status_code}): {message}",
+            f"{url} {verb} the {what} (HTTP {response.status_code}): {message}",
             cause=response.status_code,
         )
 
@@ -480,7 +505,7 @@ class SparqlBackend(Backend):
             hidden = VIRTUOSO_GRAPHS if "virtuoso" in self.server.lower() else []
             if self.server:
                 self._hidden = hidden
-        return [self.lease_graph, *hidden]
+        return [self.lease_graph, self.change_graph, *hidden]
 
     def snapshot_reads(self) -> bool:
         """Whether one query reads one consistent state (``snapshot_reads``); asks the
@@ -506,6 +531,9 @@ class SparqlBackend(Backend):
         dataset that hides every named graph from its ``WHERE``)."""
         self.leases.flush()
         self.send_update(_with_base(sparql, base_iri))
+        # Logged right after, as a change of unknown scope: readers then read everything
+        # again (a client that dies between the two requests leaves it unlogged).
+        self.send_update(log_change(self.change_graph, uuid.uuid4().hex, None))
 
     def send_update(self, sparql: str, extra: Mapping[str, str] | None = None) -> None:
         """Send an update exactly as written (``extra``: protocol parameters)."""
@@ -593,7 +621,50 @@ class SparqlBackend(Backend):
                 self.health(5000)
             if "virtuoso" in self.server.lower():
                 limit = _VIRTUOSO_QUADS
-        self.leases.write(edit_requests(remove, add, default_graph=self.default_graph, limit=limit))
+        requests = edit_requests(remove, add, default_graph=self.default_graph, limit=limit)
+        if requests:
+            touched = {
+                DEFAULT_GRAPH_LABEL
+                if isinstance(q.graph_name, DefaultGraph)
+                else q.graph_name.value
+                for q in (*remove, *add)
+            }
+            change = log_change(self.change_graph, uuid.uuid4().hex, sorted(touched))
+            requests[-1] = f"{requests[-1]} ; {change}"
+        self.leases.write(requests)
+
+    def changes_since(
+        self,
+        cursor: tuple[float, frozenset[str]] | None = None,
+        *,
+        slack_s: float = 60.0,
+        retention_s: float = 3600.0,
+    ) -> Changes:
+        """What rdfmem writes changed since ``cursor`` (None: the first look), in one small
+        query whose answer holds only the changes of the last ``slack_s`` seconds.
+
+        The rule: every rdfmem write records the graphs it touched in the change log, in
+        the very request that writes (``apply``), stamped with the server's ``NOW()``. A
+        write that returned before this call started is committed, so this call's query
+        sees its record, unless the record is older than the cursor; the cursor lies
+        ``slack_s`` before the server time of the previous look, and a write commits within
+        ``slack_s`` of its stamp (requests time out well before). Records already reported
+        are remembered in the cursor, not reported twice. A raw ``sparql_update`` through
+        rdfmem is logged as a change of unknown scope; writes by other SPARQL clients are
+        not logged: call with ``cursor=None`` (everything) to see them. Records older than
+        ``retention_s`` are pruned now and then; a cursor older than that reads everything.
+
+        Raises:
+            Unreachable, BackingError: the server did not answer, or answered badly.
+        """
+        since = 0.0 if cursor is None else cursor[0]
+        rows = self.select_rows(read_changes(self.change_graph, xsd_instant(since)))
+        changes = interpret_changes(rows, cursor, slack_s, self.default_graph is None)
+        now = changes.cursor[0] + slack_s
+        if now - self._pruned_at > retention_s / 2:
+            self._pruned_at = now
+            self.send_update(prune_changes(self.change_graph, xsd_instant(now - retention_s)))
+        return changes
 
     def exclusive(self, subjects: Sequence[NamedNode]) -> AbstractContextManager[Any]:
         """A lease on ``subjects`` held against every client of the server."""
@@ -621,6 +692,17 @@ class SparqlBackend(Backend):
 
     def __repr__(self) -> str:
         return f"SparqlBackend({self.query_url!r})"
+
+
+def unreachable(url: str, exc: Exception) -> Unreachable:
+    return Unreachable(
+        f"{url} did not answer: {type(exc).__name__}: {exc}", endpoint=url, cause=exc
+    )
+
+
+def retry_pause(attempt: int) -> float:
+    """Seconds to wait before sending a rolled-back request again."""
+    return float(0.005 * 2**attempt * random.uniform(0.5, 1.5))
 
 
 def _with_base(sparql: str, base_iri: str | None) -> str:

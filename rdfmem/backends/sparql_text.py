@@ -1,4 +1,4 @@
-"""SPARQL text, read just enough to place pre-bound variables.
+"""SPARQL text, read just enough to place pre-bound variables; the change log's requests.
 
 A small lexer (strings, IRIs, comments and braces are told apart, nothing is parsed
 further) feeds two pure functions: ``query_shape`` (the query form, whether a dataset is
@@ -13,13 +13,28 @@ Updates are never rewritten at all (``SparqlBackend.update`` sends them as writt
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from pyoxigraph import DefaultGraph, Literal, NamedNode
+
 from ..errors import InvalidTerm, QueryError
+from ..leases import instant
 from ..terms import sparql_term
 
-__all__ = ["inject_values", "query_shape"]
+__all__ = [
+    "CHANGE_GRAPH_IRI",
+    "Changes",
+    "inject_values",
+    "interpret_changes",
+    "log_change",
+    "prune_changes",
+    "query_shape",
+    "read_changes",
+    "xsd_instant",
+]
 
 _VARNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -72,7 +87,6 @@ def inject_values(sparql: str, bindings: Mapping[str, Any]) -> str:
     """``sparql`` with ``VALUES`` pre-binding ``bindings`` (name to term) at the start of the
     outermost ``WHERE`` group and of every sub-select.
 
-    >>> from pyoxigraph import NamedNode
     >>> inject_values("SELECT ?n WHERE { ?s <urn:name> ?n }", {"s": NamedNode("urn:a")})
     'SELECT ?n WHERE { VALUES (?s) { (<urn:a>) } ?s <urn:name> ?n }'
     >>> from pyoxigraph import Literal
@@ -131,3 +145,130 @@ def inject_values(sparql: str, bindings: Mapping[str, Any]) -> str:
         last = place
     out.append(sparql[last:])
     return "".join(out)
+
+
+# -- the change log: what every rdfmem write records, in the same request -------------------
+
+CHANGE_GRAPH_IRI = "urn:rdfmem:graph:changes"
+#: The graph name the change log gives the server's default graph.
+DEFAULT_GRAPH_LABEL = "urn:rdfmem:graph:default"
+_LOG = "https://w3id.org/rdfmem#"
+CHANGED_AT = f"<{_LOG}changedAt>"
+CHANGED_GRAPH = f"<{_LOG}changedGraph>"
+CHANGED_UNKNOWN = f"<{_LOG}changedUnknown>"
+PRUNED_BEFORE = f"<{_LOG}prunedBefore>"
+_LOG_NODE = "<urn:rdfmem:changes>"
+_XSD_DATETIME = "<http://www.w3.org/2001/XMLSchema#dateTime>"
+
+
+def log_change(log: NamedNode, change: str, graphs: Sequence[str] | None) -> str:
+    """The update operation recording one write: its id, the server's ``NOW()`` and the
+    graphs it touched (``None``: unknown, e.g. a raw update).
+
+    >>> op = log_change(NamedNode("urn:log"), "c1", ["urn:g"]).replace(_LOG, "rm:")
+    >>> op.startswith("INSERT { GRAPH <urn:log> { <urn:rdfmem:change:c1> <rm:changedAt> ?now")
+    True
+    >>> op.endswith("<rm:changedGraph> <urn:g> . } } WHERE { BIND(NOW() AS ?now) }")
+    True
+    """
+    node = sparql_term(NamedNode("urn:rdfmem:change:" + change))
+    if graphs:
+        what = f"{CHANGED_GRAPH} {', '.join(sparql_term(NamedNode(g)) for g in sorted(graphs))}"
+    else:
+        what = f"{CHANGED_UNKNOWN} true"
+    return (
+        f"INSERT {{ GRAPH {sparql_term(log)} {{ {node} {CHANGED_AT} ?now ; {what} . }} }} "
+        "WHERE { BIND(NOW() AS ?now) }"
+    )
+
+
+def read_changes(log: NamedNode, since: str) -> str:
+    """The query for the changes recorded at or after ``since`` (an ``xsd:dateTime``
+    text), the log's pruning horizon and the server's ``NOW()``: one small request."""
+    g = sparql_term(log)
+    return (
+        "SELECT ?c ?at ?g ?u ?pruned ?now WHERE { BIND(NOW() AS ?now) "
+        f"OPTIONAL {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at "
+        f'FILTER(?at >= "{since}"^^{_XSD_DATETIME}) '
+        f"OPTIONAL {{ ?c {CHANGED_GRAPH} ?g }} OPTIONAL {{ ?c {CHANGED_UNKNOWN} ?u }} }} }} "
+        f"OPTIONAL {{ GRAPH {g} {{ {_LOG_NODE} {PRUNED_BEFORE} ?pruned }} }} }}"
+    )
+
+
+def prune_changes(log: NamedNode, before: str) -> str:
+    """The update forgetting the changes recorded before ``before`` and noting that
+    horizon (a reader whose cursor is older must read everything again)."""
+    g = sparql_term(log)
+    cutoff = f'"{before}"^^{_XSD_DATETIME}'
+    return (
+        f"DELETE {{ GRAPH {g} {{ ?c ?p ?o }} }} WHERE {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at ; "
+        f"?p ?o FILTER(?at < {cutoff}) }} }} ; "
+        f"DELETE WHERE {{ GRAPH {g} {{ {_LOG_NODE} {PRUNED_BEFORE} ?x }} }} ; "
+        f"INSERT DATA {{ GRAPH {g} {{ {_LOG_NODE} {PRUNED_BEFORE} {cutoff} }} }}"
+    )
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What changed on the server since a reader last looked (``changes_since``).
+
+    ``graphs`` are the graphs rdfmem writes touched (``DefaultGraph()`` for the default
+    graph); ``everything`` is true when the reader must assume any graph changed (its first
+    look, a raw update, or a cursor older than the log's pruning horizon). ``cursor`` is
+    what to pass next time.
+    """
+
+    cursor: tuple[float, frozenset[str]]
+    graphs: frozenset[NamedNode | DefaultGraph]
+    everything: bool
+
+
+def _instant_of(term: Any) -> float:
+    return instant(term.value) if isinstance(term, Literal) else 0.0
+
+
+def xsd_instant(seconds: float) -> str:
+    """``xsd:dateTime`` text (UTC, milliseconds) of seconds since the epoch.
+
+    >>> xsd_instant(1.5)
+    '1970-01-01T00:00:01.500Z'
+    """
+    seconds = max(seconds, 0.0)
+    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{whole}.{int((seconds % 1) * 1000):03d}Z"
+
+
+def interpret_changes(
+    rows: Sequence[Mapping[str, Any]],
+    cursor: tuple[float, frozenset[str]] | None,
+    slack_s: float,
+    server_default: bool,
+) -> Changes:
+    """The answer of ``read_changes`` as ``Changes``: records not seen before, the next
+    cursor (``slack_s`` before the server's ``NOW()``, with the records since then)."""
+    since = 0.0 if cursor is None else cursor[0]
+    seen = frozenset() if cursor is None else cursor[1]
+    now = max((_instant_of(r["now"]) for r in rows if "now" in r), default=time.time())
+    everything = cursor is None
+    graphs: set[NamedNode | DefaultGraph] = set()
+    recent: set[str] = set()
+    horizon = since
+    for row in rows:
+        if "pruned" in row:
+            horizon = max(horizon, _instant_of(row["pruned"]))
+        change, at = row.get("c"), row.get("at")
+        if not isinstance(change, NamedNode) or at is None:
+            continue
+        if _instant_of(at) >= now - slack_s:
+            recent.add(change.value)
+        if change.value in seen:
+            continue
+        if "u" in row:
+            everything = True
+        graph = row.get("g")
+        if isinstance(graph, NamedNode):
+            default = server_default and graph.value == DEFAULT_GRAPH_LABEL
+            graphs.add(DefaultGraph() if default else graph)
+    if cursor is not None and horizon > since:
+        everything = True  # records the cursor needed were pruned
+    return Changes((now - slack_s, frozenset(recent)), frozenset(graphs), everything)
