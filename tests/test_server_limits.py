@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import resource
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -199,3 +200,42 @@ def test_a_large_single_pattern_result_is_complete() -> None:
     with BackgroundServer(store, max_result_bytes=10_000) as server:
         capped = httpx.get(server.sparql_url, params={"query": "SELECT * { ?s ?p ?o }"})
         assert capped.status_code == 422
+
+
+def test_quick_reads_are_not_held_up_by_runaways_forked_beside_them() -> None:
+    """A child forked while another request's pipe was open kept that pipe open: the other
+    answer then waited for the runaway's time limit (503) instead of its own quick query."""
+    store = RdfStore()
+    for i in range(200):
+        store.assert_(f"urn:ex:s{i}", "urn:ex:p", i)
+    quick = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
+    statuses: list[int] = []
+    stop = time.monotonic() + 4
+
+    def runaways(url: str) -> None:
+        with httpx.Client(timeout=30) as client:
+            while time.monotonic() < stop:
+                client.get(url, params={"query": RUNAWAY})
+
+    def quicks(url: str) -> None:
+        with httpx.Client(timeout=30) as client:
+            while time.monotonic() < stop:
+                statuses.append(client.get(url, params={"query": quick}).status_code)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0001)  # thread switches between creating a pipe and forking
+    try:
+        with BackgroundServer(store, timeout=0.4, max_concurrent=6, max_waiting=64) as server:
+            threads = [
+                threading.Thread(target=runaways, args=(server.sparql_url,)) for _ in range(4)
+            ]
+            threads += [
+                threading.Thread(target=quicks, args=(server.sparql_url,)) for _ in range(2)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert statuses and set(statuses) == {200}, statuses.count(503)

@@ -30,6 +30,8 @@ __all__ = ["ChildFailed", "run_forked"]
 
 #: How often the waiting thread looks at the cancel flag.
 _POLL = 0.05
+#: Held from creating a child's pipe to closing its write end in the parent.
+_FORKING = threading.Lock()
 
 
 class ChildFailed(RuntimeError):
@@ -48,15 +50,19 @@ def run_forked(
         TimedOut: the deadline passed or ``cancel`` was set; the child was killed.
         ChildFailed: the child exited without a complete answer.
     """
-    read_end, write_end = os.pipe()
-    with warnings.catch_warnings():
-        # Python 3.12+ warns that forking a threaded process may deadlock the child: this
-        # child only evaluates and exits, and one that hangs is killed at the deadline.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child; coverage does not follow it
-        _child(fn, read_end, write_end)
-    os.close(write_end)
+    # One fork at a time, the pipe's write end closed in the parent before the next: a child
+    # forked by another thread in between would hold this pipe open, and this answer would
+    # then wait for that child to end (a runaway: its time limit) instead of its own.
+    with _FORKING:
+        read_end, write_end = os.pipe()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns that forking a threaded process may deadlock the child:
+            # this child only evaluates and exits, and one that hangs is killed at the deadline.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child; coverage does not follow it
+            _child(fn, read_end, write_end)
+        os.close(write_end)
     chunks: list[bytes] = []
     size = 0
     try:
