@@ -332,10 +332,8 @@ class RemoteStore(RdfStore):
             raise
         if claim is not None:
             parts.append(delete_claims(leases.graph, [claim.node]))
-        for part in parts[:-1]:
-            await self._apost({"update": part}, update=True)
-        if parts:
-            await self._apost({"update": parts[-1]}, update=True)
+        if parts:  # the write, its change record and the release: one request
+            await self._apost({"update": " ; ".join(parts)}, update=True)
         self._wrote_entries()
         return old
 
