@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import resource
 import signal
+import socket
 import sys
 import threading
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 import httpx
 import pyoxigraph as ox
 import pytest
-from test_server_support import Served, disk_store, serve_process
+from test_server_support import Served, disk_store, running_queries, serve_process
 
 from rdfmem import RdfStore
 from rdfmem.server import BackgroundServer
@@ -239,3 +240,38 @@ def test_quick_reads_are_not_held_up_by_runaways_forked_beside_them() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert statuses and set(statuses) == {200}, statuses.count(503)
+
+
+def _read_to_eof(sock: socket.socket) -> float:
+    started = time.monotonic()
+    while sock.recv(65536):
+        pass
+    return time.monotonic() - started
+
+
+def test_a_closed_connection_is_not_held_open_by_a_query_child() -> None:
+    """A child forked while a client's connection was open kept its socket: closing the
+    connection (``Connection: close``) then waited for the child, up to its time limit."""
+    store = RdfStore()
+    for i in range(200):
+        store.assert_(f"urn:ex:s{i}", "urn:ex:p", i)
+    with BackgroundServer(store, timeout=4) as server:
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock.settimeout(10)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        sock.recv(65536)  # the connection now exists when the runaway's child is forked
+        runaway = threading.Thread(
+            target=httpx.get,
+            args=(server.sparql_url,),
+            kwargs={"params": {"query": RUNAWAY}, "timeout": 30},
+        )
+        runaway.start()
+        deadline = time.monotonic() + 3
+        while running_queries(server) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        waited = _read_to_eof(sock)
+        sock.close()
+        runaway.join(30)
+    assert waited < 2, f"the connection closed only after {waited:.1f} s"
