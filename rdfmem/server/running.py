@@ -39,46 +39,86 @@ MAX_CONNECTIONS = 256
 HEADER_TIMEOUT = 10.0
 
 
-class _Bounded(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with the two limits it lacks: a cap on open connections,
-    and a time limit on receiving a request's headers (slow clients cannot hold descriptors)."""
+class _Limits:
+    """The two limits uvicorn's HTTP protocols lack: a cap on open connections, and a time
+    limit on receiving a request's line and headers (slow clients cannot hold descriptors).
+    Mixed into uvicorn's httptools protocol (when installed) or its h11 protocol."""
 
     max_connections = MAX_CONNECTIONS
     header_timeout = HEADER_TIMEOUT
+    _header_timer: asyncio.TimerHandle | None = None
+    connections: set[Any]
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._header_timer: asyncio.TimerHandle | None = None
+    def _admit(self, transport: asyncio.Transport) -> None:
         if len(self.connections) > self.max_connections:
             transport.abort()  # over the cap: refuse at once, keep answering the others
             return
-        self._header_timer = self.loop.call_later(self.header_timeout, self._too_slow)
+        self._arm()
 
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        waiting = self.conn.their_state is h11.IDLE
-        if not waiting and self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-        elif waiting and self._header_timer is None and not self.transport.is_closing():
+    def _arm(self) -> None:
+        if self._header_timer is None and not self.transport.is_closing():
             self._header_timer = self.loop.call_later(self.header_timeout, self._too_slow)
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def _disarm(self) -> None:
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
-        super().connection_lost(exc)
 
     def _too_slow(self) -> None:
         self._header_timer = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+        if not self.transport.is_closing():
             self.transport.close()
 
 
-def _bounded(max_connections: int, header_timeout: float) -> type[_Bounded]:
+class _BoundedH11(_Limits, H11Protocol):
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._admit(transport)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is h11.IDLE:  # still waiting for a request's headers
+            self._arm()
+        else:
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+
+_PROTOCOLS: list[type[Any]] = [_BoundedH11]
+try:  # uvicorn's faster parser, when installed
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class _BoundedHttpTools(_Limits, HttpToolsProtocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._admit(transport)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    _PROTOCOLS.insert(0, _BoundedHttpTools)
+except ImportError:  # pragma: no cover - httptools is optional
+    pass
+
+
+def _bounded(max_connections: int, header_timeout: float) -> type[Any]:
     return type(
-        "BoundedH11",
-        (_Bounded,),
+        "BoundedHttp",
+        (_PROTOCOLS[0],),
         {"max_connections": max_connections, "header_timeout": header_timeout},
     )
 
