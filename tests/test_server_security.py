@@ -153,3 +153,19 @@ def test_a_vanishing_client_logs_no_traceback(process: Served) -> None:
     time.sleep(0.5)
     assert httpx.get(process.url + "/health", timeout=5).status_code == 200
     assert "Traceback" not in Path(process.log).read_text()
+
+
+def test_a_body_that_does_not_arrive_is_408() -> None:
+    with BackgroundServer(RdfStore(), body_timeout=0.5) as server:
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock.settimeout(10)
+        sock.sendall(
+            b"POST /sparql HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/sparql-query\r\nContent-Length: 100\r\n\r\nASK"
+        )
+        started = time.monotonic()
+        answer = sock.recv(65536)
+        waited = time.monotonic() - started
+        sock.close()
+        assert httpx.get(server.url + "/health").status_code == 200
+    assert answer.startswith(b"HTTP/1.1 408") and waited < 5
