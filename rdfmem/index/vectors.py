@@ -108,7 +108,7 @@ class _Rows:
             dtype="i8",
             connectivity=16,
             expansion_add=128,
-            expansion_search=512,
+            expansion_search=1024,
         )
         n = len(self.keys)
         rows = np.nonzero(self.alive[:n])[0]
@@ -129,7 +129,7 @@ class _Rows:
         return [(int(i), float(scores[i])) for i in chosen]
 
     def search_ann(self, query: NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
-        found = self.ann.search(query, max(10 * limit, 100))
+        found = self.ann.search(query, max(20 * limit, 200))
         rows = np.asarray(found.keys, dtype=np.int64).reshape(-1)
         if not len(rows):
             return []
