@@ -141,7 +141,9 @@ def indexes(store: RdfStore) -> IndexHub | None:
         return None
     hub = hub_of(backend)
     if hub is None:
-        with _make_lock, backend.lock:
+        # Not under backend.lock (a writer holding it may be asking too): a write running
+        # meanwhile is recorded by the new hub as of unknown scope, which is only cautious.
+        with _make_lock:
             hub = hub_of(backend)
             if hub is None:
                 hub = IndexHub(backend)
