@@ -12,10 +12,11 @@ Routes::
     GET  /health           ``{"status": "ok", …}``, answered without a query worker
 
 Status codes: 400 malformed request or query (with the parser's message), 403 SERVICE or
-LOAD, or an update that is disabled or lacks the right bearer token, 404 unknown graph or
-named query, 405 wrong method, 406 no acceptable format, 413 body too large, 415 unknown
-body type, 422 result larger than ``max_result_bytes``, 503 time limit exceeded or every worker
-busy (with ``Retry-After``).
+LOAD, an update that is disabled or lacks the right bearer token, or a cross-site request,
+404 unknown graph or named query, 405 wrong method, 406 no acceptable format, 408 body not
+sent in time, 413 body too large, 415 unknown body type or a body not in UTF-8, 421 a
+``Host`` the server does not answer to, 422 result larger than ``max_result_bytes``, 503 time
+limit exceeded or every worker busy (with ``Retry-After``).
 
 Nothing that grows with the request runs on the event loop: the body is capped first, then
 the SPARQL guard (linear time) and the query run on a bounded pool of worker threads
@@ -26,9 +27,9 @@ CPU when its caller gets the 503; the one exception is a point query on embedded
 to 64 KiB of result, a bounded amount of work. Results are written row by row and stop at
 the size cap.
 
-Requests whose ``Host`` is not one of the names the server answers to (the bound address,
-``localhost`` for loopback, and ``allowed_hosts``) are refused with 421 (DNS rebinding), and
-so is any request carrying an ``Origin`` of another site unless ``cors`` allows it (403).
+Requests whose ``Host`` is not one of the names the server answers to (IP addresses,
+``localhost`` and ``allowed_hosts``) are refused with 421 (DNS rebinding), and any request
+carrying an ``Origin`` of another site unless ``cors`` allows it with 403 (``gate.py``).
 """
 
 from __future__ import annotations
