@@ -115,3 +115,14 @@ def test_a_store_other_clients_write_has_no_index_and_reads_afresh() -> None:
     assert [m.title for m, _ in mine.search("tea")] == ["Tea"]
     DecisionGraph(writer).add_node({"id": "g", "type": "goal", "label": "Ship"})
     assert [n.id for n in DecisionGraph(reader).query("active_goals")] == ["g"]
+
+
+def test_a_set_past_its_threshold_searches_approximately_with_the_same_best_match() -> None:
+    rng = np.random.default_rng(9)
+    data = _unit(rng, 300, 16)
+    auto = VectorSet(("urn:g",), "urn:p", ann_threshold=100)
+    exact = VectorSet(("urn:g",), "urn:p", approximate=False)
+    for vs in (auto, exact):
+        vs.rebuild(("urn:g", f"urn:v{i}", v) for i, v in enumerate(data))
+    for q in data[:20]:
+        assert auto.search(q, 1)[0][1] == exact.search(q, 1)[0][1]

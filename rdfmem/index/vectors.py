@@ -19,7 +19,9 @@ subject then graph, so its answer is the same whatever order rows were written i
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,11 @@ __all__ = ["ANN_THRESHOLD", "VectorSet"]
 #: by ``benchmarks/bench_agent_loop.py``).
 ANN_THRESHOLD = 10_000
 _MIN_CAPACITY = 64
+
+
+@cache
+def _has_usearch() -> bool:
+    return importlib.util.find_spec("usearch") is not None
 
 
 def _normalised(vector: NDArray[Any]) -> NDArray[np.float32]:
@@ -151,8 +158,9 @@ class VectorSet:
     Args:
         graphs: the graph IRIs this set covers (what writes to it are matched against).
         predicate: the IRI of the vector predicate.
-        approximate: True: always usearch HNSW; False: always exact; None (default): exact
-            below ``ann_threshold`` rows, approximate from there on.
+        approximate: True: always usearch HNSW (the ``ann`` extra; ImportError without it);
+            False: always exact; None (default): exact below ``ann_threshold`` rows,
+            approximate from there on when usearch is installed, exact otherwise.
         ann_threshold: see ``approximate``.
 
     Not thread-safe by itself: ``IndexHub`` users hold ``backend.lock`` around every call.
@@ -232,8 +240,8 @@ class VectorSet:
             return []
         q = q / norm
         use_ann = self.approximate
-        if use_ann is None:
-            use_ann = block.count >= self.ann_threshold
+        if use_ann is None:  # large sets, when the ``ann`` extra (usearch) is installed
+            use_ann = block.count >= self.ann_threshold and _has_usearch()
         if use_ann:
             if block.ann is None:
                 block.build_ann()
