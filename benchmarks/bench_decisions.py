@@ -4,7 +4,8 @@ One generated graph (default 100,000 nodes and 200,000 edges: every node hangs o
 earlier one, so node 0 reaches them all, plus random edges that close cycles). Measured in one
 run, on the same data:
 
-* rdfmem ``DecisionGraph`` on embedded Oxigraph (in memory): build rate with the bulk
+* rdfmem ``DecisionGraph`` on embedded Oxigraph (in memory, answered from its incremental
+  index after the first read): build rate with the bulk
   ``add_nodes`` / ``add_edges`` (and, for scale, one ``add_node`` call per node), and the
   latency of ``query("descendants" | "ancestors" | "path_between")``;
 * (a) the floor: the same SPARQL requests rdfmem sends (the shipped ``.rq`` files with the same
@@ -308,21 +309,16 @@ def main() -> None:
         "Targets (issue 3): rdfmem within 1.5× of (a); at least 20× faster than rdflib; at "
         "least 20,000 nodes+edges per second; under 10× the dict BFS (an aim).",
         "",
-        "What the columns hold: rdfmem sends two SPARQL requests per query: the shipped "
-        "`descendants.rq` (the reachable nodes and their fields, by the property path "
-        "`rm:linksTo+`) and `descendant_links.rq` (the links among them, packed in one "
-        "row, which order the answer breadth-first), likewise for `ancestors`; "
-        "`path_between.rq` gives the links lying on paths between the two nodes, a "
-        "breadth-first search in Python finds a shortest path, and one more request reads "
-        "its nodes. (a) sends those same requests to a raw `pyoxigraph.Store` and reads "
-        "every term; (b) is plain Python over data already in dicts, so it pays for no "
-        "storage and no query language at all.",
-        "",
-        "Where rdfmem's time over (a) goes, on answers of 70,000-100,000 nodes: Python "
-        "objects. `SelectResult` makes a dict per row, `DecisionGraph` a `Node` per node, "
-        "orders them in Python (distance, then age) and the garbage collector walks them "
-        "all. (a) reads the terms and keeps nothing. The SPARQL part alone is already "
-        "several times (b), so rdfmem cannot come under 10x (b) at this size.",
+        "What the columns hold: on an embedded store rdfmem answers from its decision index "
+        "(`rdfmem.index.GraphIndex`: nodes, and links both ways, kept up to date by every "
+        "write; `path_between` a breadth-first search from both ends that stops where they "
+        "meet), and builds a `Node` per node returned. (a) sends the requests a remote store "
+        "sends (the shipped `descendants.rq` and `descendant_links.rq`, one `?source "
+        "?target` row per link, likewise for `ancestors`; `path_between.rq` and one request "
+        "for the path's nodes) to a raw `pyoxigraph.Store` and reads every term; (b) is "
+        "plain Python over data already in dicts (records, no `Node` objects), so it pays "
+        "for no storage and no query language at all. `benchmarks/bench_agent_loop.py` "
+        "compares against a dict BFS that builds the same `Node` objects.",
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
