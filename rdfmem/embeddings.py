@@ -338,26 +338,28 @@ class VectorIndex:
         highest first (equal scores by subject IRI)."""
         if limit <= 0 or not graphs:
             return []
-        names = tuple(g.value for g in graphs)
+        names = tuple(dict.fromkeys(g.value for g in graphs))
         hub = indexes(self.store)
         if hub is None:
             vectors = VectorSet(names, self.predicate.value, approximate=False)
             vectors.rebuild(self._entries(graphs))
             hits = vectors.search(query, limit)
         else:
+            # One set per graph (a graph shared by many searches, as the global memories
+            # are, is held once); the best of each, merged in the same order, are the best.
             with self.store.backend.lock:
-                vectors = self._fresh(hub, names)
-                hits = vectors.search(query, limit)
+                hits = [h for g in names for h in self._fresh(hub, (g,)).search(query, limit)]
+            hits = sorted(hits, key=lambda h: (-h[2], h[1], h[0]))[:limit]
         return [(NamedNode(g), NamedNode(s), score) for g, s, score in hits]
 
-    def vector_set(self, graphs: Sequence[NamedNode]) -> VectorSet | None:
-        """The fresh ``VectorSet`` of ``graphs`` (None on a remote store); use it while
+    def vector_set(self, graph: NamedNode) -> VectorSet | None:
+        """The fresh ``VectorSet`` of one graph (None on a remote store); use it while
         holding ``store.backend.lock``."""
         hub = indexes(self.store)
         if hub is None:
             return None
         with self.store.backend.lock:
-            return self._fresh(hub, tuple(g.value for g in graphs))
+            return self._fresh(hub, (graph.value,))
 
     def _fresh(self, hub: IndexHub, names: tuple[str, ...]) -> VectorSet:
         vectors = hub.vectors(names, self.predicate.value)

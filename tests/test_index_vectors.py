@@ -126,3 +126,17 @@ def test_a_set_past_its_threshold_searches_approximately_with_the_same_best_matc
         vs.rebuild(("urn:g", f"urn:v{i}", v) for i, v in enumerate(data))
     for q in data[:20]:
         assert auto.search(q, 1)[0][1] == exact.search(q, 1)[0][1]
+
+
+def test_sessions_share_the_global_vectors_and_never_see_each_other() -> None:
+    store = RdfStore()
+    first, second = Memories(store, session="a"), Memories(store, session="b")
+    first.save(Memory("global", "Tea", "green tea"))
+    first.save(Memory("session", "Tea Order", "tea for session a"))
+    second.save(Memory("session", "Tea Note", "tea for session b"))
+    assert {m.title for m, _ in first.search("tea")} == {"Tea Order", "Tea"}
+    assert {m.title for m, _ in second.search("tea")} == {"Tea Note", "Tea"}
+    hub = indexes(store)
+    assert hub is not None
+    sets = [v for v in hub._vectors.values() if "urn:rdfmem:memories:global" in v.graphs]
+    assert [len(v) for v in sets] == [1]  # one set for the global graph, held once
