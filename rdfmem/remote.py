@@ -321,7 +321,7 @@ class RemoteStore(RdfStore):
                 parts = edit_requests(old, new, default_graph=backend.default_graph)
                 if parts:
                     parts[-1] += " ; " + log_change(
-                        backend.change_graph, uuid.uuid4().hex, [self._kv_graph.value]
+                        backend.change_graph, uuid.uuid4().hex, [self._kv_graph.value], [subject]
                     )
                 for fence in (claim, covering):
                     if fence is not None:

@@ -3,6 +3,7 @@ and never misses an rdfmem write that returned before it asked."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -69,6 +70,22 @@ def test_key_value_and_default_graph_writes_name_their_graphs(server: Server) ->
     default = DefaultGraph() if a.backend.default_graph is None else a.backend.default_graph
     assert changes.graphs == {NamedNode(a.graph), default}
     assert not changes.everything
+    # Each write touched one graph and one subject: that is all a reader fetches again.
+    key = NamedNode("urn:rdfmem:store:k")
+    assert changes.subjects == {(NamedNode(a.graph), key), (default, NamedNode(EX + "s"))}
+    assert changes.whole == frozenset()
+    a.close()
+    b.close()
+
+
+def test_a_large_write_names_its_graph_not_its_subjects(server: Server) -> None:
+    a, b = server.connect(), server.connect()
+    cursor = b.backend.changes_since().cursor
+    a.load(" ".join(f"<{EX}s{i}> <{EX}p> {i} ." for i in range(100)), "turtle", graph=EX + "g")
+    asyncio.run(a.aset("k", 1))  # the async path logs its subject too
+    changes = b.backend.changes_since(cursor)
+    assert changes.whole == {NamedNode(EX + "g")}
+    assert changes.subjects == {(NamedNode(a.graph), NamedNode("urn:rdfmem:store:k"))}
     a.close()
     b.close()
 

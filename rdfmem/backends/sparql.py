@@ -629,7 +629,9 @@ class SparqlBackend(Backend):
                 else q.graph_name.value
                 for q in (*remove, *add)
             }
-            change = log_change(self.change_graph, uuid.uuid4().hex, sorted(touched))
+            subjects = [to_wire(q.subject) for q in (*remove, *add)]
+            named = [x for x in subjects if isinstance(x, NamedNode)]
+            change = log_change(self.change_graph, uuid.uuid4().hex, sorted(touched), named)
             requests[-1] = f"{requests[-1]} ; {change}"
         self.leases.write(requests)
 

@@ -155,15 +155,24 @@ DEFAULT_GRAPH_LABEL = "urn:rdfmem:graph:default"
 _LOG = "https://w3id.org/rdfmem#"
 CHANGED_AT = f"<{_LOG}changedAt>"
 CHANGED_GRAPH = f"<{_LOG}changedGraph>"
+CHANGED_SUBJECT = f"<{_LOG}changedSubject>"
+#: A write to one graph records its subjects when it has at most this many.
+MAX_LOGGED_SUBJECTS = 64
 CHANGED_UNKNOWN = f"<{_LOG}changedUnknown>"
 PRUNED_BEFORE = f"<{_LOG}prunedBefore>"
 _LOG_NODE = "<urn:rdfmem:changes>"
 _XSD_DATETIME = "<http://www.w3.org/2001/XMLSchema#dateTime>"
 
 
-def log_change(log: NamedNode, change: str, graphs: Sequence[str] | None) -> str:
-    """The update operation recording one write: its id, the server's ``NOW()`` and the
-    graphs it touched (``None``: unknown, e.g. a raw update).
+def log_change(
+    log: NamedNode,
+    change: str,
+    graphs: Sequence[str] | None,
+    subjects: Sequence[NamedNode] = (),
+) -> str:
+    """The update operation recording one write: its id, the server's ``NOW()``, the
+    graphs it touched (``None``: unknown, e.g. a raw update) and, for a write to one graph
+    of at most ``MAX_LOGGED_SUBJECTS`` subjects, those subjects.
 
     >>> op = log_change(NamedNode("urn:log"), "c1", ["urn:g"]).replace(_LOG, "rm:")
     >>> op.startswith("INSERT { GRAPH <urn:log> { <urn:rdfmem:change:c1> <rm:changedAt> ?now")
@@ -174,6 +183,9 @@ def log_change(log: NamedNode, change: str, graphs: Sequence[str] | None) -> str
     node = sparql_term(NamedNode("urn:rdfmem:change:" + change))
     if graphs:
         what = f"{CHANGED_GRAPH} {', '.join(sparql_term(NamedNode(g)) for g in sorted(graphs))}"
+        if len(graphs) == 1 and 0 < len(set(subjects)) <= MAX_LOGGED_SUBJECTS:
+            listed = sorted({sparql_term(x) for x in subjects})
+            what += f" ; {CHANGED_SUBJECT} {', '.join(listed)}"
     else:
         what = f"{CHANGED_UNKNOWN} true"
     return (
@@ -187,10 +199,11 @@ def read_changes(log: NamedNode, since: str) -> str:
     text), the log's pruning horizon and the server's ``NOW()``: one small request."""
     g = sparql_term(log)
     return (
-        "SELECT ?c ?at ?g ?u ?pruned ?now WHERE { BIND(NOW() AS ?now) "
+        "SELECT ?c ?at ?g ?x ?u ?pruned ?now WHERE { BIND(NOW() AS ?now) "
         f"OPTIONAL {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at "
         f'FILTER(?at >= "{since}"^^{_XSD_DATETIME}) '
-        f"OPTIONAL {{ ?c {CHANGED_GRAPH} ?g }} OPTIONAL {{ ?c {CHANGED_UNKNOWN} ?u }} }} }} "
+        f"OPTIONAL {{ ?c {CHANGED_GRAPH} ?g }} OPTIONAL {{ ?c {CHANGED_SUBJECT} ?x }} "
+        f"OPTIONAL {{ ?c {CHANGED_UNKNOWN} ?u }} }} }} "
         f"OPTIONAL {{ GRAPH {g} {{ {_LOG_NODE} {PRUNED_BEFORE} ?pruned }} }} }}"
     )
 
@@ -213,14 +226,18 @@ class Changes:
     """What changed on the server since a reader last looked (``changes_since``).
 
     ``graphs`` are the graphs rdfmem writes touched (``DefaultGraph()`` for the default
-    graph); ``everything`` is true when the reader must assume any graph changed (its first
-    look, a raw update, or a cursor older than the log's pruning horizon). ``cursor`` is
-    what to pass next time.
+    graph); of those, the graphs in ``whole`` changed in ways not listed subject by
+    subject, and in the others only the ``(graph, subject)`` pairs of ``subjects`` changed
+    (their quads are all a reader needs to fetch again); ``everything`` is true when the
+    reader must assume any graph changed (its first look, a raw update, or a cursor older
+    than the log's pruning horizon). ``cursor`` is what to pass next time.
     """
 
     cursor: tuple[float, frozenset[str]]
     graphs: frozenset[NamedNode | DefaultGraph]
     everything: bool
+    subjects: frozenset[tuple[NamedNode | DefaultGraph, NamedNode]] = frozenset()
+    whole: frozenset[NamedNode | DefaultGraph] = frozenset()
 
 
 def _instant_of(term: Any) -> float:
@@ -251,6 +268,8 @@ def interpret_changes(
     now = max((_instant_of(r["now"]) for r in rows if "now" in r), default=time.time())
     everything = cursor is None
     graphs: set[NamedNode | DefaultGraph] = set()
+    listed: dict[str, set[NamedNode]] = {}  # change -> its subjects
+    graph_of: dict[str, set[NamedNode | DefaultGraph]] = {}  # change -> its graphs
     recent: set[str] = set()
     horizon = since
     for row in rows:
@@ -268,7 +287,27 @@ def interpret_changes(
         graph = row.get("g")
         if isinstance(graph, NamedNode):
             default = server_default and graph.value == DEFAULT_GRAPH_LABEL
-            graphs.add(DefaultGraph() if default else graph)
+            named: NamedNode | DefaultGraph = DefaultGraph() if default else graph
+            graphs.add(named)
+            graph_of.setdefault(change.value, set()).add(named)
+        subject = row.get("x")
+        listed.setdefault(change.value, set())
+        if isinstance(subject, NamedNode):
+            listed[change.value].add(subject)
     if cursor is not None and horizon > since:
         everything = True  # records the cursor needed were pruned
-    return Changes((now - slack_s, frozenset(recent)), frozenset(graphs), everything)
+    pairs: set[tuple[NamedNode | DefaultGraph, NamedNode]] = set()
+    whole: set[NamedNode | DefaultGraph] = set()
+    for change, touched in graph_of.items():
+        if len(touched) == 1 and listed.get(change):
+            (only,) = touched
+            pairs.update((only, subject) for subject in listed[change])
+        else:
+            whole.update(touched)
+    return Changes(
+        (now - slack_s, frozenset(recent)),
+        frozenset(graphs),
+        everything,
+        frozenset(p for p in pairs if p[0] not in whole),
+        frozenset(whole),
+    )
