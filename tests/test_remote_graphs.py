@@ -14,7 +14,7 @@ import pytest
 from pyoxigraph import DefaultGraph, NamedNode
 from servers import Server, VirtuosoServer
 
-from rdfmem import LeaseDenied, QueryError
+from rdfmem import BackingError, LeaseDenied, QueryError
 from rdfmem.remote import RemoteStore
 
 EX = "http://example.org/"
@@ -205,3 +205,22 @@ def test_restore_waits_for_another_clients_lease_on_a_key(server: Server) -> Non
     assert holder.get("k0") == 2
     holder.close()
     restorer.close()
+
+
+def test_an_rdfxml_entity_bomb_from_the_server_is_refused() -> None:
+    lol = b"".join(
+        b'<!ENTITY a%d "%s">' % (i, b"&a%d;" % (i - 1) * 10 if i else b"lol") for i in range(9)
+    )
+    bomb = b'<?xml version="1.0"?><!DOCTYPE r [' + lol + b"]><r>&a8;</r>"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=bomb, headers={"content-type": "application/rdf+xml"})
+
+    store = RemoteStore.connect(
+        "http://sparql.test/query",
+        default_graph="urn:d",
+        transport=httpx.MockTransport(handler),
+    )
+    with pytest.raises(BackingError, match="entities would expand"):
+        store.query("CONSTRUCT WHERE { ?s ?p ?o }")
+    store.close()

@@ -68,7 +68,8 @@ from pyoxigraph import (
     parse_query_results,
 )
 
-from ..errors import BackingError, InvalidTerm, QueryError, Unreachable
+from ..errors import BackingError, FormatError, InvalidTerm, QueryError, Unreachable
+from ..formats import check_rdfxml
 from ..leases import Leases
 from ..terms import sparql_term
 from .base import Backend, Graph, Object, RawResult, Subject
@@ -394,6 +395,11 @@ class SparqlBackend(Backend):
         body = response.content
         rdf = RdfFormat.from_media_type(media) if media else None
         if rdf is not None:
+            if rdf == RdfFormat.RDF_XML:
+                try:  # a hostile server's entity bomb must not exhaust this process
+                    check_rdfxml(body)
+                except FormatError as exc:
+                    raise BackingError(f"refused RDF/XML from the server: {exc}") from exc
             try:
                 return [
                     Triple(from_wire(t.subject), t.predicate, from_wire(t.object))
