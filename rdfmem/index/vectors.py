@@ -34,6 +34,7 @@ __all__ = ["ANN_THRESHOLD", "VectorSet"]
 #: by ``benchmarks/bench_agent_loop.py``).
 ANN_THRESHOLD = 10_000
 _MIN_CAPACITY = 64
+_SEARCHES_BEFORE_BUILD = 8
 
 
 @cache
@@ -160,7 +161,8 @@ class VectorSet:
         predicate: the IRI of the vector predicate.
         approximate: True: always usearch HNSW (the ``ann`` extra; ImportError without it);
             False: always exact; None (default): exact below ``ann_threshold`` rows,
-            approximate from there on when usearch is installed, exact otherwise.
+            approximate from there on when usearch is installed (its graph built at the
+            ninth search after a rebuild), exact otherwise.
         ann_threshold: see ``approximate``.
 
     Not thread-safe by itself: ``IndexHub`` users hold ``backend.lock`` around every call.
@@ -181,6 +183,7 @@ class VectorSet:
         #: The store generation this set was last consistent with (-1: never built).
         self.seen = -1
         self._blocks: dict[int, _Rows] = {}
+        self._searches = 0  # since the last rebuild
 
     def __len__(self) -> int:
         return sum(b.count for b in self._blocks.values())
@@ -213,6 +216,7 @@ class VectorSet:
             block.row_of = {k: i for i, k in enumerate(block.keys)}
             blocks[dimension] = block
         self._blocks = blocks
+        self._searches = 0
 
     def put(self, graph: str, subject: str, vector: NDArray[Any]) -> None:
         """Add or replace the vector of ``subject`` in ``graph``."""
@@ -240,8 +244,15 @@ class VectorSet:
             return []
         q = q / norm
         use_ann = self.approximate
+        self._searches += 1
         if use_ann is None:  # large sets, when the ``ann`` extra (usearch) is installed
-            use_ann = block.count >= self.ann_threshold and _has_usearch()
+            # After a rebuild, the graph is built only once the set has served a few exact
+            # searches: a write that bypassed the index, then one search, costs no build.
+            use_ann = (
+                block.count >= self.ann_threshold
+                and (block.ann is not None or self._searches > _SEARCHES_BEFORE_BUILD)
+                and _has_usearch()
+            )
         if use_ann:
             if block.ann is None:
                 block.build_ann()
