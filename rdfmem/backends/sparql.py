@@ -523,14 +523,6 @@ class SparqlBackend(Backend):
                 self._snapshot_reads = self.server.lower().startswith("oxigraph")
         return bool(self._snapshot_reads)
 
-    def named_graphs(self) -> list[NamedNode]:
-        """Every named graph but rdfmem's default graph and lease graph."""
-        rows = self.select_rows("SELECT ?g WHERE { GRAPH ?g { } }")
-        if any("g" not in row for row in rows):  # Virtuoso: no empty GRAPH patterns
-            rows = self.select_rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
-        hidden = {self.default_graph, *self.hidden_graphs()} - {None}
-        return [r["g"] for r in rows if isinstance(r.get("g"), NamedNode) and r["g"] not in hidden]
-
     def update(self, sparql: str, *, base_iri: str | None = None) -> None:
         """Run SPARQL Update, sent exactly as written: no text of it is rewritten and no
         dataset parameter is added (Virtuoso reads ``default-graph-uri`` on an update as a
