@@ -103,6 +103,7 @@ class RemoteStore(RdfStore):
         headers: Mapping[str, str] | None = None,
         default_graph: str | None = None,
         lease_graph: str = LEASE_GRAPH_IRI,
+        change_log: bool = False,
         hidden_graphs: Sequence[str] | None = None,
         lease_ttl_ms: int = 10_000,
         lease_wait_ms: int = 30_000,
@@ -135,6 +136,7 @@ class RemoteStore(RdfStore):
             headers=headers,
             default_graph=default_graph,
             lease_graph=lease_graph,
+            change_log=change_log,
             hidden_graphs=hidden_graphs,
             lease_ttl_ms=lease_ttl_ms,
             lease_wait_ms=lease_wait_ms,
@@ -319,7 +321,7 @@ class RemoteStore(RdfStore):
             parts: list[str] = []
             if new is not None:
                 parts = edit_requests(old, new, default_graph=backend.default_graph)
-                if parts:
+                if parts and backend.change_log:
                     parts[-1] += " ; " + log_change(
                         backend.change_graph, uuid.uuid4().hex, [self._kv_graph.value], [subject]
                     )

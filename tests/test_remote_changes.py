@@ -12,6 +12,8 @@ import pytest
 from pyoxigraph import DefaultGraph, NamedNode
 from servers import Server
 
+from rdfmem import BackingError
+
 EX = "http://example.org/"
 
 
@@ -25,7 +27,7 @@ def server(request: pytest.FixtureRequest) -> Server:
 WRITER = """
 import sys
 from rdfmem import RdfStore
-store = RdfStore.connect(sys.argv[1], sys.argv[2])
+store = RdfStore.connect(sys.argv[1], sys.argv[2], change_log=True)
 for i in range(int(sys.argv[3])):
     store.assert_("http://example.org/s", "http://example.org/p", i, graph=f"urn:g{i}")
     print(i, flush=True)   # the write has returned
@@ -35,7 +37,7 @@ store.close()
 
 
 def test_after_another_process_writes_the_next_look_includes_it(server: Server) -> None:
-    reader = server.connect()
+    reader = server.connect(change_log=True)
     first = reader.backend.changes_since()
     assert first.everything  # a first look knows nothing yet
     cursor = first.cursor
@@ -62,7 +64,7 @@ def test_after_another_process_writes_the_next_look_includes_it(server: Server) 
 
 
 def test_key_value_and_default_graph_writes_name_their_graphs(server: Server) -> None:
-    a, b = server.connect(), server.connect()
+    a, b = server.connect(change_log=True), server.connect(change_log=True)
     cursor = b.backend.changes_since().cursor
     a.set("k", 1)
     a.assert_(EX + "s", EX + "p", "o")
@@ -79,7 +81,7 @@ def test_key_value_and_default_graph_writes_name_their_graphs(server: Server) ->
 
 
 def test_a_large_write_names_its_graph_not_its_subjects(server: Server) -> None:
-    a, b = server.connect(), server.connect()
+    a, b = server.connect(change_log=True), server.connect(change_log=True)
     cursor = b.backend.changes_since().cursor
     a.load(" ".join(f"<{EX}s{i}> <{EX}p> {i} ." for i in range(100)), "turtle", graph=EX + "g")
     asyncio.run(a.aset("k", 1))  # the async path logs its subject too
@@ -93,7 +95,7 @@ def test_a_large_write_names_its_graph_not_its_subjects(server: Server) -> None:
 def test_raw_updates_through_rdfmem_mean_everything_and_others_are_not_logged(
     server: Server,
 ) -> None:
-    a, b = server.connect(), server.connect()
+    a, b = server.connect(change_log=True), server.connect(change_log=True)
     cursor = b.backend.changes_since().cursor
     a.sparql_update(f"INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}s> <{EX}p> 1 }} }}")
     changes = b.backend.changes_since(cursor)
@@ -112,17 +114,30 @@ def test_raw_updates_through_rdfmem_mean_everything_and_others_are_not_logged(
 
 
 def test_the_log_is_hidden_from_reads_of_every_graph(server: Server) -> None:
-    store = server.connect()
+    store = server.connect(change_log=True)
     store.set("k", 1)
     assert [q.graph_name for q in store.triples()] == [NamedNode(store.graph)]
     store.close()
 
 
 def test_a_pruned_log_makes_an_old_cursor_read_everything(server: Server) -> None:
-    a, b = server.connect(), server.connect()
+    a, b = server.connect(change_log=True), server.connect(change_log=True)
     cursor = b.backend.changes_since().cursor
     a.set("k", 1)
     a.backend.changes_since(None, retention_s=0.0)  # prunes everything up to now
     assert b.backend.changes_since(cursor).everything
     a.close()
     b.close()
+
+
+def test_without_the_change_log_nothing_is_logged_and_asking_is_an_error(server: Server) -> None:
+    # Off by default: the log is a named graph every outside GRAPH ?g query would see.
+    store = server.connect()
+    store.set("k", 1)
+    store.sparql_update(f"INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}s> <{EX}p> 1 }} }}")
+    rows = store.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+    graphs = {r["g"].value for r in rows} - set(getattr(server, "system_graphs", ()))
+    assert graphs == {store.graph, EX + "g"}
+    with pytest.raises(BackingError, match="change_log=True"):
+        store.backend.changes_since()
+    store.close()

@@ -271,8 +271,11 @@ class SparqlBackend(Backend):
             default the server's own default graph, or ``DEFAULT_GRAPH_IRI`` against a
             server that has no writable one (Virtuoso).
         lease_graph: the named graph that holds lease claims (hidden from matches).
-        change_graph: the named graph of the change log (hidden from matches): every
-            rdfmem write records there, in the same request, the graphs it touched.
+        change_log: keep the change log (``changes_since``): every rdfmem write records
+            in ``change_graph``, in the same request, the graphs and subjects it touched.
+            Off by default: the log is a named graph that every client's ``GRAPH ?g``
+            sees, so outside queries would no longer get standard answers.
+        change_graph: the named graph of the change log (hidden from rdfmem's matches).
         hidden_graphs: graphs that reads of every graph leave out, besides the lease graph;
             by default Virtuoso's own graphs (``VIRTUOSO_GRAPHS``) against Virtuoso.
         lease_ttl_ms, lease_wait_ms: the lease a read-modify-write takes, and how long it
@@ -301,6 +304,7 @@ class SparqlBackend(Backend):
         headers: Mapping[str, str] | None = None,
         default_graph: str | None = None,
         lease_graph: str = LEASE_GRAPH_IRI,
+        change_log: bool = False,
         change_graph: str = CHANGE_GRAPH_IRI,
         hidden_graphs: Sequence[str] | None = None,
         lease_ttl_ms: int = 10_000,
@@ -316,6 +320,7 @@ class SparqlBackend(Backend):
             self._default_graph = None if default_graph is None else NamedNode(default_graph)
             self.lease_graph = NamedNode(lease_graph)
             self.change_graph = NamedNode(change_graph)
+            self.change_log = change_log
             self._hidden = None if hidden_graphs is None else [NamedNode(g) for g in hidden_graphs]
             httpx.URL(self.query_url)
             httpx.URL(self.update_url)
@@ -531,7 +536,8 @@ class SparqlBackend(Backend):
         self.send_update(_with_base(sparql, base_iri))
         # Logged right after, as a change of unknown scope: readers then read everything
         # again (a client that dies between the two requests leaves it unlogged).
-        self.send_update(log_change(self.change_graph, uuid.uuid4().hex, None))
+        if self.change_log:
+            self.send_update(log_change(self.change_graph, uuid.uuid4().hex, None))
 
     def send_update(self, sparql: str, extra: Mapping[str, str] | None = None) -> None:
         """Send an update exactly as written (``extra``: protocol parameters)."""
@@ -620,7 +626,7 @@ class SparqlBackend(Backend):
             if "virtuoso" in self.server.lower():
                 limit = _VIRTUOSO_QUADS
         requests = edit_requests(remove, add, default_graph=self.default_graph, limit=limit)
-        if requests:
+        if requests and self.change_log:
             touched = {
                 DEFAULT_GRAPH_LABEL
                 if isinstance(q.graph_name, DefaultGraph)
@@ -655,8 +661,15 @@ class SparqlBackend(Backend):
         ``retention_s`` are pruned now and then; a cursor older than that reads everything.
 
         Raises:
+            BackingError: this client does not keep the change log (``change_log=False``),
+                so its own writes would be missed.
             Unreachable, BackingError: the server did not answer, or answered badly.
         """
+        if not self.change_log:
+            raise BackingError(
+                "changes_since needs the change log: connect with change_log=True (every "
+                "client that writes must)"
+            )
         since = 0.0 if cursor is None else cursor[0]
         rows = self.select_rows(read_changes(self.change_graph, xsd_instant(since)))
         changes = interpret_changes(rows, cursor, slack_s, self.default_graph is None)
