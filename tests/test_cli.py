@@ -13,8 +13,9 @@ import httpx
 import pyoxigraph as ox
 import pytest
 from click.testing import CliRunner
+from servers import Server
 
-import rdfmem.cli
+import rdfmem.cli.files
 from rdfmem import RdfStore
 from rdfmem.cli import cli, format_table
 from rdfmem.server import BackgroundServer
@@ -169,7 +170,7 @@ def test_export_shows_progress_graph_by_graph(
     store_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run("update", store_path, "INSERT DATA { GRAPH <urn:ex:h> { <urn:ex:x> <urn:ex:y> 1 } }")
-    monkeypatch.setattr(rdfmem.cli, "_PROGRESS_TRIPLES", 1)  # "large" from one triple on
+    monkeypatch.setattr(rdfmem.cli.files, "_PROGRESS_TRIPLES", 1)  # "large" from one triple on
     out = tmp_path / "all.nq"
     code, output = run("export", store_path, "-o", str(out))
     assert code == 0 and "Exporting" in output
@@ -225,6 +226,16 @@ def test_query_and_update_a_served_store(tmp_path: Path) -> None:
         code, output = run("update", server.sparql_url, update, "--token", "t0k")
         assert code == 0
     assert store.count(graph="urn:ex:g") == 2
+
+
+def test_an_oxigraph_server_is_named_by_its_query_url(oxigraph_server: Server) -> None:
+    # Oxigraph server takes updates at /update only: the CLI sends them there.
+    oxigraph_server.wipe()
+    query_url = oxigraph_server.query_url
+    code, output = run("update", query_url, "INSERT DATA { <urn:ex:s> <urn:ex:p> 'kept' }")
+    assert code == 0, output
+    code, output = run("query", query_url, "SELECT ?o { <urn:ex:s> <urn:ex:p> ?o }", "-o", "csv")
+    assert code == 0 and output.splitlines() == ["o", "kept"]
 
 
 def test_serve_runs_until_stopped(store_path: str) -> None:

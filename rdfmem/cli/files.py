@@ -1,0 +1,321 @@
+"""``rdfmem export``, ``load``, ``validate`` and ``stats``: the store as RDF files."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, RdfFormat, parse, serialize
+
+from ..errors import FormatError
+from ..formats import check_rdf, rdf_format
+from ..ontology import PREFIXES, ontology_path
+from ..results import SelectResult
+from ..store import RdfStore
+from .group import cli, graph_option, store_argument
+from .render import format_table, short
+from .stores import store_session
+
+__all__ = ["export", "load", "stats", "validate"]
+
+_PROGRESS_BYTES = 4 << 20
+_PROGRESS_TRIPLES = 200_000
+
+
+@cli.command()
+@store_argument
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File.")
+@click.option("--format", "fmt", help="turtle, trig, ntriples, nquads, jsonld, rdfxml …")
+@graph_option
+def export(store: str, output: Path | None, fmt: str | None, graph: str | None) -> None:
+    """Write STORE as RDF: every graph in a dataset format (TriG, N-Quads, JSON-LD; TriG by
+    default), one graph in a triple format (Turtle, N-Triples, RDF/XML).
+
+    \b
+    Examples:
+      rdfmem export agent.db -o memory.trig
+      rdfmem export agent.db --format turtle --graph urn:rdfmem:graph:store
+    """
+    try:
+        chosen = rdf_format(fmt or (output.name if output and output.suffix else "trig"))
+    except FormatError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if graph is not None and chosen.supports_datasets:
+        chosen = RdfFormat.TURTLE if fmt is None else chosen
+    with store_session(store) as opened:
+        if graph is None and not chosen.supports_datasets:
+            click.echo(
+                f"{chosen.name} holds one graph: exporting the default graph "
+                "(use --format trig for every graph, or --graph IRI)",
+                err=True,
+            )
+        if output is None:
+            data = _export_bytes(opened, chosen, graph)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+            return
+        count = _export_file(opened, chosen, graph, output)
+    click.echo(f"Wrote {count} triples to {output}", err=True)
+
+
+def _export_bytes(store: RdfStore, fmt: RdfFormat, graph: str | None) -> bytes:
+    if graph is None:
+        return store.export(fmt).encode("utf-8")
+    if fmt.supports_datasets:
+        return bytes(serialize(_graph_quads(store, graph), None, fmt) or b"")
+    return store.export(fmt, graph=graph).encode("utf-8")
+
+
+def _graph_quads(store: RdfStore, graph: str) -> list[Quad]:
+    name = NamedNode(graph)
+    return [Quad(q.subject, q.predicate, q.object, name) for q in store.triples(name)]
+
+
+def _counts(store: RdfStore) -> list[tuple[str | None, int]]:
+    rows = store.query(
+        "SELECT ?g (COUNT(*) AS ?n) WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } } "
+        "GROUP BY ?g ORDER BY ?g"
+    )
+    assert isinstance(rows, SelectResult)
+    return [(r["g"].value if "g" in r else None, int(r["n"].value)) for r in rows]
+
+
+def _export_file(store: RdfStore, fmt: RdfFormat, graph: str | None, output: Path) -> int:
+    """Graph by graph, with a progress bar, when the format can be written in pieces."""
+    counts = _counts(store)
+    total = sum(n for _, n in counts) if graph is None else dict(counts).get(graph, 0)
+    piecewise = fmt in (RdfFormat.TRIG, RdfFormat.N_QUADS) and graph is None
+    if not piecewise or total < _PROGRESS_TRIPLES:
+        output.write_bytes(_export_bytes(store, fmt, graph))
+        return total
+    with output.open("wb") as out, click.progressbar(length=total, label="Exporting") as bar:
+        for name, n in counts:
+            if name is None:
+                quads = list(store.triples(DefaultGraph()))
+            else:
+                quads = _graph_quads(store, name)
+            serialize(quads, out, fmt, prefixes=dict(store.prefixes))
+            bar.update(n)
+    return total
+
+
+class _Progress(io.RawIOBase):
+    """A binary file that moves a progress bar as it is read."""
+
+    def __init__(self, path: Path, bar: Any) -> None:
+        super().__init__()
+        self._file = path.open("rb")
+        self._bar = bar
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._file.readinto(buffer)
+        self._bar.update(n)
+        return n
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def _check_with_progress(path: Path, fmt: RdfFormat, base: str | None) -> int:
+    """Parse ``path`` once with a progress bar, so bad input is reported before any write."""
+    size = path.stat().st_size
+    count = 0
+    with click.progressbar(length=size, label=f"Reading {path.name}") as bar:
+        source = io.BufferedReader(_Progress(path, bar), 1 << 16)
+        try:
+            for _ in parse(source, fmt, base_iri=base):
+                count += 1
+        except (SyntaxError, ValueError) as exc:
+            raise FormatError(f"{path}: cannot parse {fmt.name}: {exc}") from exc
+        finally:
+            source.close()
+    return count
+
+
+@cli.command()
+@store_argument
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option("--format", "fmt", help="RDF format (default: from each file's extension).")
+@graph_option
+@click.option("--base", metavar="IRI", help="Base IRI for relative IRIs.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help=f"Show a progress bar (default: for files over {_PROGRESS_BYTES >> 20} MiB).",
+)
+def load(
+    store: str,
+    files: tuple[Path, ...],
+    fmt: str | None,
+    graph: str | None,
+    base: str | None,
+    progress: bool | None,
+) -> None:
+    """Load RDF FILES into STORE (triples into --graph, or the default graph). A file that
+    does not parse is not loaded at all.
+
+    \b
+    Example:
+      rdfmem load agent.db memory.trig notes.ttl
+    """
+    with store_session(store, create=True) as opened:
+        total = 0
+        for path in files:
+            chosen = rdf_format(fmt or path.name)
+            big = path.stat().st_size >= _PROGRESS_BYTES
+            if progress or (progress is None and big):
+                if chosen == RdfFormat.RDF_XML:  # entity bombs, before any parse
+                    check_rdf(path.read_bytes(), chosen)
+                _check_with_progress(path, chosen, base)
+            n = opened.load(path=path, format=chosen, graph=graph, base_iri=base)
+            click.echo(f"{path}: {n} triples", err=True)
+            total += n
+    if len(files) > 1:
+        click.echo(f"Loaded {total} triples from {len(files)} files", err=True)
+
+
+@cli.command()
+@store_argument
+@click.option(
+    "--shapes",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="SHACL shapes (default: rdfmem's shapes.ttl).",
+)
+def validate(store: str, shapes: Path | None) -> None:
+    """Check STORE against SHACL shapes (rdfmem's own by default); exit 1 on violations.
+
+    \b
+    Example:
+      rdfmem validate agent.db
+    """
+    try:
+        import pyshacl  # noqa: F401
+    except ImportError as exc:
+        raise click.ClickException("validate needs pyshacl: pip install 'rdfmem[shacl]'") from exc
+    shapes_path = shapes or ontology_path() / "shapes.ttl"
+    with store_session(store) as opened:
+        graphs = [
+            (name or "(default graph)", opened.export("ntriples", graph=name))
+            for name, _ in _counts(opened)
+        ]
+    problems, checked = _shacl(graphs, shapes_path)
+    if not problems:
+        click.echo(f"Conforms to {shapes_path.name}: {checked} triples checked, no violations.")
+        return
+    for problem in problems:
+        click.echo(problem)
+        click.echo()
+    raise click.ClickException(f"{len(problems)} violation(s) of {shapes_path.name}")
+
+
+_SH = "http://www.w3.org/ns/shacl#"
+_RESULTS = """PREFIX sh: <http://www.w3.org/ns/shacl#>
+SELECT ?severity ?focus ?path ?value ?message ?shape WHERE {
+  ?r a sh:ValidationResult ; sh:focusNode ?focus ; sh:resultSeverity ?severity .
+  OPTIONAL { ?r sh:resultPath ?path } OPTIONAL { ?r sh:value ?value }
+  OPTIONAL { ?r sh:resultMessage ?message } OPTIONAL { ?r sh:sourceShape ?shape }
+} ORDER BY ?focus ?path"""
+
+
+def _shacl(graphs: list[tuple[str, str]], shapes: Path) -> tuple[list[str], int]:
+    """Readable SHACL violations of each graph (N-Triples text, validated on its own), and
+    how many triples were checked."""
+    import pyshacl
+    import rdflib
+
+    shapes_graph = rdflib.Graph().parse(shapes)
+    names = rdflib.Graph()
+    for prefix, iri in PREFIXES.items():
+        names.bind(prefix, iri)
+    problems = []
+    checked = 0
+    for graph_name, ntriples in graphs:
+        data = rdflib.Graph().parse(data=ntriples, format="nt")
+        checked += len(data)
+        _, results, _ = pyshacl.validate(data, shacl_graph=shapes_graph, inference="none")
+        for row in results.query(_RESULTS):
+            severity = str(row.severity).removeprefix(_SH)
+            lines = [f"{severity} in {graph_name}: {row.message or 'shape not satisfied'}"]
+            lines.append(f"  focus node: {row.focus.n3(names.namespace_manager)}")
+            if row.path is not None:
+                lines.append(f"  path:       {row.path.n3(names.namespace_manager)}")
+            if row.value is not None:
+                lines.append(f"  value:      {row.value.n3(names.namespace_manager)}")
+            if isinstance(row.shape, rdflib.URIRef):
+                lines.append(f"  shape:      {row.shape.n3(names.namespace_manager)}")
+            problems.append("\n".join(lines))
+    return problems, checked
+
+
+@cli.command()
+@store_argument
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def stats(store: str, as_json: bool) -> None:
+    """Triples per graph, keys per namespace and nodes per type in STORE.
+
+    \b
+    Example:
+      rdfmem stats agent.db
+    """
+    with store_session(store) as opened:
+        graphs = _counts(opened)
+        keys = _keys_per_namespace(opened)
+        types = _nodes_per_type(opened)
+    if as_json:
+        doc = {
+            "graphs": [{"graph": g, "triples": n} for g, n in graphs],
+            "keys": [{"namespace": ns, "keys": n} for ns, n in keys],
+            "types": [{"type": t, "nodes": n} for t, n in types],
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.secho("Triples per graph", bold=True)
+    click.echo(_plain_table(["graph", "triples"], [(g or "(default graph)", n) for g, n in graphs]))
+    click.secho("\nKeys per namespace", bold=True)
+    click.echo(_plain_table(["namespace", "keys"], [(ns or "(none)", n) for ns, n in keys]))
+    click.secho("\nNodes per type", bold=True)
+    click.echo(_plain_table(["type", "nodes"], types))
+
+
+def _plain_table(header: list[str], rows: Sequence[tuple[Any, ...]]) -> str:
+    as_rows = [{h: Literal(str(v)) for h, v in zip(header, row, strict=True)} for row in rows]
+    return format_table(header, as_rows, prefixes={})
+
+
+def _keys_per_namespace(store: RdfStore) -> list[tuple[str, int]]:
+    from urllib.parse import unquote
+
+    rows = store.query(
+        "SELECT ?s ?g ?p WHERE { GRAPH ?g { ?s ?p ?o } }",
+        bindings={"g": NamedNode(store.graph), "p": NamedNode(store.value_predicate)},
+    )
+    counts: dict[str, int] = {}
+    for row in rows:  # type: ignore[union-attr]
+        iri = row["s"].value
+        if not iri.startswith(store.subject_prefix):
+            continue
+        rest = iri[len(store.subject_prefix) :]
+        namespace = unquote(rest.split(":", 1)[0]) if ":" in rest else ""
+        counts[namespace] = counts.get(namespace, 0) + 1
+    return sorted(counts.items())
+
+
+def _nodes_per_type(store: RdfStore) -> list[tuple[str, int]]:
+    rows = store.query(
+        "SELECT ?type (COUNT(DISTINCT ?s) AS ?n) WHERE { { ?s a ?type } UNION "
+        "{ GRAPH ?g { ?s a ?type } } } GROUP BY ?type ORDER BY DESC(?n) ?type"
+    )
+    assert isinstance(rows, SelectResult)
+    return [(short(r["type"], store.prefixes), int(r["n"].value)) for r in rows]

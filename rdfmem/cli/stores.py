@@ -1,0 +1,95 @@
+"""Opening the store a command names: a folder, ``:memory:`` or a SPARQL endpoint URL."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from ..errors import RdfMemError, StoreAlreadyOpen
+from ..store import RdfStore
+
+__all__ = ["open_store", "store_session", "text_arg", "update_url_for"]
+
+
+def update_url_for(query_url: str) -> str:
+    """Where a server takes updates when only its query URL is given: a last ``/query``
+    becomes ``/update`` (Oxigraph server, Fuseki); any other URL takes both.
+
+    >>> update_url_for("http://127.0.0.1:7878/query")
+    'http://127.0.0.1:7878/update'
+    >>> update_url_for("http://127.0.0.1:8890/sparql")
+    'http://127.0.0.1:8890/sparql'
+    """
+    trimmed = query_url.rstrip("/")
+    return trimmed[: -len("query")] + "update" if trimmed.endswith("/query") else query_url
+
+
+def open_store(
+    spec: str,
+    *,
+    create: bool = False,
+    token: str | None = None,
+    update_url: str | None = None,
+) -> RdfStore:
+    """The store named on the command line. On a SPARQL server, updates go to
+    ``update_url``, else to ``update_url_for(spec)``.
+
+    Raises:
+        click.ClickException: no store there (and ``create`` is false), or it is held open by
+            another process.
+    """
+    if spec == ":memory:":
+        return RdfStore()
+    if spec.startswith(("http://", "https://")):
+        try:
+            headers = {"Authorization": f"Bearer {token}"} if token else None
+            remote: RdfStore = RdfStore.connect(
+                spec, update_url or update_url_for(spec), headers=headers
+            )
+            return remote
+        except ImportError as exc:  # pragma: no cover - until rdfmem.remote ships
+            raise click.ClickException(f"remote stores are not available: {exc}") from exc
+    path = Path(spec)
+    if not create and not path.exists():
+        raise click.ClickException(
+            f"no store at {spec} (give the folder of an on-disk store, :memory: or a URL)"
+        )
+    if path.exists() and not path.is_dir():
+        raise click.ClickException(f"{spec} is a file, not the folder of an on-disk store")
+    try:
+        return RdfStore.open(path)
+    except StoreAlreadyOpen as exc:
+        raise click.ClickException(
+            f"the store at {spec} is open in another process (an agent, or rdfmem serve); "
+            "query that process's endpoint instead, e.g. "
+            "rdfmem query http://127.0.0.1:7879/sparql 'ASK {}'"
+        ) from exc
+
+
+@contextmanager
+def store_session(
+    spec: str, *, create: bool = False, token: str | None = None
+) -> Iterator[RdfStore]:
+    store = open_store(spec, create=create, token=token)
+    try:
+        yield store
+    except RdfMemError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        store.close()
+
+
+def text_arg(text: str | None, file: Path | None, what: str) -> str:
+    if file is not None:
+        if text is not None:
+            raise click.UsageError(f"give the {what} as an argument or with --file, not both")
+        return file.read_text(encoding="utf-8")
+    if text is None or text == "-":
+        if sys.stdin.isatty() and text is None:
+            raise click.UsageError(f"give a {what} (an argument, --file FILE, or '-' for stdin)")
+        return sys.stdin.read()
+    return text
