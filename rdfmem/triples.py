@@ -378,24 +378,18 @@ class TripleStore:
                 if isinstance(term, Variable):
                     raise InvalidTerm(f"binding {name!r} must be a value, not a variable")
                 subs[name.lstrip("?")] = term
-        raw = self.backend.query(
-            sparql,
-            base_iri=base_iri,
-            default_graph=defaults,  # type: ignore[arg-type]
-            named_graphs=named,  # type: ignore[arg-type]
-            substitutions=subs,
+        # No local holds the raw result: a frame kept alive after the call (rdflib's parser
+        # keeps tracebacks) would keep pyoxigraph's unsendable solutions with it, and the
+        # collector could then free them on another thread, which pyoxigraph refuses.
+        return _wrap(
+            self.backend.query(
+                sparql,
+                base_iri=base_iri,
+                default_graph=defaults,  # type: ignore[arg-type]
+                named_graphs=named,  # type: ignore[arg-type]
+                substitutions=subs,
+            )
         )
-        if isinstance(raw, QuerySolutions):
-            return SelectResult(raw)
-        if isinstance(raw, (bool, QueryBoolean)):
-            return bool(raw)
-        try:
-            triples = list(raw)
-        except (OSError, RuntimeError, ValueError) as exc:  # evaluated as it is read
-            del raw
-            raise QueryError(f"SPARQL query failed: {exc}") from exc
-        del raw  # pyoxigraph results must be freed on the thread that made them
-        return GraphResult(triples)
 
     def sparql_update(
         self, sparql: str, *, base_iri: str | None = None, allow_network: bool = False
@@ -493,3 +487,18 @@ class TripleStore:
                 return self.backend.load(raw, fmt, base_iri=base_iri, to_graph=name)
             finally:
                 self._wrote()
+
+
+def _wrap(raw: Any) -> QueryResult:
+    """The backend's raw answer as rdfmem's result type."""
+    if isinstance(raw, QuerySolutions):
+        return SelectResult(raw)
+    if isinstance(raw, (bool, QueryBoolean)):
+        return bool(raw)
+    try:
+        triples = list(raw)
+    except (OSError, RuntimeError, ValueError) as exc:  # evaluated as it is read
+        del raw
+        raise QueryError(f"SPARQL query failed: {exc}") from exc
+    del raw  # pyoxigraph results must be freed on the thread that made them
+    return GraphResult(triples)

@@ -43,7 +43,7 @@ def identical(a: object, b: object) -> bool:
     if isinstance(a, float):
         return repr(a) == repr(b)
     if isinstance(a, list):
-        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
     if isinstance(a, dict):
         return list(a) == list(b) and all(identical(a[k], b[k]) for k in a)  # type: ignore[call-overload,index]
     return a == b

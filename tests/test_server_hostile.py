@@ -89,8 +89,9 @@ def test_runaway_query_times_out_while_others_answer() -> None:
 
 
 def test_concurrency_cap_turns_extra_queries_away() -> None:
-    # Each COUNT holds a worker (its child process) until its time limit kills it.
-    blocking = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
+    # Each COUNT holds a worker (its child process) until its time limit kills it: 200^4 rows
+    # take minutes (200^3 finished inside the 2 s limit on a fast machine).
+    blocking = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
     results: list[httpx.Response] = []
 
     def ask(url: str) -> None:
