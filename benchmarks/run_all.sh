@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Every benchmark, one after the other on a quiet machine, each writing its table to
 # benchmarks/results/. Pass --quick for a smoke run. Needs: pip install -e ".[test,bench]"
-# (and apt-get install wrk virtuoso-opensource for the server and remote benchmarks).
+# (and apt-get install wrk virtuoso-opensource for the server and remote benchmarks, nodejs
+# and npm for the official MCP memory server that bench_mcp compares with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for bench in kv decisions memories remote server; do
+for bench in kv decisions memories agent_loop remote server mcp langgraph; do
   echo "== $bench"
   python "benchmarks/bench_$bench.py" "$@"
 done
