@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -11,7 +9,7 @@ import click
 from ..errors import RdfMemError, StoreAlreadyOpen
 from ..store import RdfStore
 from .group import cli, store_argument
-from .stores import open_store
+from .stores import open_store, store_errors
 
 __all__ = ["export_jsonl", "import_", "mcp_command"]
 
@@ -93,16 +91,6 @@ def mcp_command(
         opened.close()
 
 
-@contextmanager
-def _store_errors(store: RdfStore) -> Iterator[RdfStore]:
-    try:
-        yield store
-    except RdfMemError as exc:
-        raise click.ClickException(str(exc)) from exc
-    finally:
-        store.close()
-
-
 @cli.command("import")
 @store_argument
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -122,7 +110,7 @@ def import_(store: str, file: Path, project: str | None) -> None:
     except (RdfMemError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"nothing imported: {exc}") from exc
     opened = _mcp_store(store)
-    with _store_errors(opened):
+    with store_errors(opened):
         graph = KnowledgeGraph(opened, project)
         entities, observations, relations = graph.import_model(model, Client("rdfmem import"))
     click.echo(
@@ -145,7 +133,7 @@ def export_jsonl(store: str, output: Path | None, project: str | None) -> None:
     """
     from ..mcp import KnowledgeGraph, write_jsonl
 
-    with _store_errors(_mcp_store(store, create=False)) as opened:
+    with store_errors(_mcp_store(store, create=False)) as opened:
         text = write_jsonl(KnowledgeGraph(opened, project).model())
     if output is None:
         click.echo(text, nl=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import click
@@ -12,7 +12,7 @@ import click
 from ..errors import RdfMemError, StoreAlreadyOpen
 from ..store import RdfStore
 
-__all__ = ["open_store", "store_session", "text_arg", "update_url_for"]
+__all__ = ["open_store", "store_errors", "store_session", "text_arg", "update_url_for"]
 
 
 def update_url_for(query_url: str) -> str:
@@ -71,16 +71,21 @@ def open_store(
 
 
 @contextmanager
-def store_session(
-    spec: str, *, create: bool = False, token: str | None = None
-) -> Iterator[RdfStore]:
-    store = open_store(spec, create=create, token=token)
+def store_errors(store: RdfStore) -> Iterator[RdfStore]:
+    """Use ``store`` and close it; rdfmem's errors become one-line command errors."""
     try:
         yield store
     except RdfMemError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         store.close()
+
+
+def store_session(
+    spec: str, *, create: bool = False, token: str | None = None
+) -> AbstractContextManager[RdfStore]:
+    """The store named on the command line, open for one command."""
+    return store_errors(open_store(spec, create=create, token=token))
 
 
 def text_arg(text: str | None, file: Path | None, what: str) -> str:
