@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pyoxigraph import BlankNode, DefaultGraph, Literal
+from pyoxigraph import DefaultGraph, Literal
 from servers import OxigraphServer, Server, free_port
 
 from rdfmem import (
@@ -163,23 +163,6 @@ def test_the_default_graph_is_the_servers_own_where_it_has_one(server: Server) -
         "CLEAR DEFAULT" if isinstance(server, OxigraphServer) else f"CLEAR GRAPH <{default}>"
     )
     assert store.count(subject=EX + "s") == 1
-    store.close()
-
-
-def test_blank_nodes_round_trip_but_never_reach_the_server(server: Server) -> None:
-    store = server.connect()
-    node = BlankNode("b1")
-    store.assert_(node, EX + "name", "anonymous")
-    store.load(f"<{EX}doc> <{EX}author> [ <{EX}name> 'Ann' ] .", "turtle", graph=EX + "g")
-    assert [q.subject for q in store.triples(graph=DefaultGraph())] == [node]
-    rows = store.query(f"SELECT ?who WHERE {{ ?who <{EX}name> 'anonymous' }}")
-    assert [r["who"] for r in rows] == [node]
-    rows = store.query(f"SELECT ?n WHERE {{ ?who <{EX}name> ?n }}", bindings={"who": node})
-    assert [r["n"].value for r in rows] == ["anonymous"]
-    author = store.select(subject=EX + "doc", predicate=EX + "author", object="?o", graph=EX + "g")
-    assert isinstance(author[0]["o"], BlankNode)
-    assert store.retract(node, EX + "name", "anonymous")
-    assert not _raw_ask(server, "ASK { GRAPH ?g { ?s ?p ?o FILTER(isBlank(?s) || isBlank(?o)) } }")
     store.close()
 
 

@@ -118,21 +118,17 @@ def test_the_known_exceptions_still_fail_through_rdfmem(w3c_root: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="issue 15, remote store: pre-bound variables travel as VALUES (engineer remote "
-    "removes this mark when the remote store agrees on all)",
-    strict=False,
-)
 def test_remote_pre_bound_variables_agree_with_embedded_oxigraph(
-    w3c_root: Path, request: pytest.FixtureRequest
+    w3c_root: Path, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     # Every SELECT test with one projected variable bound to a value of its expected result;
-    # the reference is Oxigraph's own SEP-0007 substitution (embedded rdfmem is the same).
+    # the reference is Oxigraph's own SEP-0007 substitution (embedded rdfmem is the same),
+    # on disk like the server, so that both read solutions in one order (SAMPLE agrees).
     cases = load_cases(w3c_root, "sparql11-query") + load_cases(w3c_root, "data-r2")
     items = prebound(cases)
     assert len(items) > 300
     _, mine = engines_for("oxigraph-server", request)
-    reference = RawOxigraph()
+    reference = RawOxigraph(tmp_path)
     wrong = [
         f"{case.id} ?{name}: {why}"
         for case, name, value in items

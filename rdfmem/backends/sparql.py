@@ -21,12 +21,24 @@ GraphDB or Neptune:
   chooses another named graph explicitly (a server with a real default graph then reads
   it as the default graph of raw queries, but writes a raw update's unnamed triples to its
   own default graph: name the graph in such updates).
-* **Blank nodes** never travel in updates (a server would mint new ones each time): they
-  are written as IRIs ``urn:rdfmem:bnode:<id>`` (skolemised) and read back as the same
-  blank nodes, in matches and in query results alike.
-* **Pre-bound variables** (``substitutions``) become a ``VALUES`` block, built with
-  ``sparql_term`` (N-Triples escaping), at the start of the outermost ``WHERE`` group and of
-  every sub-select: no caller text is pasted into the query.
+* **Blank nodes are blank nodes on the server**, so that outside queries get standard
+  answers (``isBlank``, ``isIRI``, ``ORDER BY``). rdfmem writes them as ``_:label`` in
+  ``INSERT DATA``: the server mints one node per label per request (all the quads of one
+  ``load`` or one write go in one request, so they share their nodes), and rdfmem reads
+  back the server's labels. SPARQL has no syntax that names an existing blank node, so
+  the rule is: a read naming one (``match``, ``select``/``ask``/``count`` with a blank
+  node) asks for every blank node in its place and keeps the server's node with that
+  label; removing a quad that holds one deletes it by pattern when that node is the only
+  blank node matching the pattern, and raises ``InvalidTerm`` when several do (another
+  client's write between the check and the delete could widen it); a write that names a
+  blank node read from the server mints a new node (as ``INSERT DATA`` always does: give
+  nodes that must gain triples later an IRI); a blank node cannot be a pre-bound value
+  (``VALUES`` cannot hold one) nor name a graph.
+* **Pre-bound variables** (``substitutions``) are written in with standard ``VALUES``
+  blocks (``rdfmem.backends.sparql_bind``), so the remote store answers as embedded
+  Oxigraph does (SEP-0007): ``VALUES`` in every group for a variable the query only
+  reads, a join after the assignment for one it assigns (``BIND``, ``AS``). Values are
+  built with ``sparql_term`` (N-Triples escaping): no caller text is pasted in.
 * **Long results**: when a server cuts a result at its row limit (Virtuoso's
   ``X-SPARQL-MaxRows``), rdfmem's own reads page through it; a raw query raises.
 * **Large writes**: Virtuoso compiles an update to SQL and refuses one of ~1,500 quads, so
@@ -43,7 +55,6 @@ back (SQLSTATE 40001, a deadlock: Virtuoso under concurrent writes) is sent agai
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import time
@@ -56,34 +67,36 @@ import httpx
 from pyoxigraph import (
     BlankNode,
     DefaultGraph,
-    Literal,
     NamedNode,
     Quad,
-    QueryBoolean,
-    QueryResultsFormat,
     QuerySolutions,
-    RdfFormat,
-    Triple,
-    parse,
-    parse_query_results,
 )
 
-from ..errors import BackingError, FormatError, InvalidTerm, QueryError, Unreachable
-from ..formats import check_rdfxml
+from ..errors import BackingError, InvalidTerm, QueryError, Unreachable
 from ..leases import Leases
 from ..terms import sparql_term
 from .base import Backend, Graph, Object, RawResult, Subject
+from .sparql_bind import bind_values, query_shape
 from .sparql_text import (
     CHANGE_GRAPH_IRI,
     DEFAULT_GRAPH_LABEL,
     Changes,
-    inject_values,
     interpret_changes,
     log_change,
     prune_changes,
-    query_shape,
     read_changes,
     xsd_instant,
+)
+from .sparql_wire import (
+    blanks_match,
+    compile_blank_delete,
+    compile_match,
+    edit_requests,
+    graph_on_wire,
+    has_blank,
+    read_answer,
+    solution_row,
+    to_wire,
 )
 
 __all__ = [
@@ -91,16 +104,15 @@ __all__ = [
     "Changes",
     "DEFAULT_GRAPH_IRI",
     "LEASE_GRAPH_IRI",
-    "SKOLEM_PREFIX",
     "VIRTUOSO_GRAPHS",
     "SparqlBackend",
     "compile_match",
     "edit_requests",
+    "to_wire",
 ]
 
 DEFAULT_GRAPH_IRI = "urn:rdfmem:graph:default"
 LEASE_GRAPH_IRI = "urn:rdfmem:graph:leases"
-SKOLEM_PREFIX = "urn:rdfmem:bnode:"
 #: The graphs a fresh Virtuoso keeps for itself (with its default ``DefaultHost``).
 VIRTUOSO_GRAPHS = [
     NamedNode("http://www.openlinksw.com/schemas/virtrdf#"),
@@ -121,132 +133,6 @@ _VIRTUOSO_QUADS = 500
 _ROLLED_BACK = re.compile(r"\b40001\b|deadlock", re.IGNORECASE)
 _RETRIES = 6
 _GraphTerm = NamedNode | BlankNode | DefaultGraph
-
-
-# -- terms on the wire ----------------------------------------------------------------------
-
-
-def to_wire(term: Any, default_graph: NamedNode | None = None) -> Any:
-    """The term as it is written to the server: blank nodes skolemised, the default graph
-    named when rdfmem's default graph is a named graph there (``default_graph``)."""
-    if isinstance(term, BlankNode):
-        return NamedNode(SKOLEM_PREFIX + term.value)
-    if isinstance(term, DefaultGraph):
-        return term if default_graph is None else default_graph
-    if isinstance(term, Triple):
-        return Triple(to_wire(term.subject), term.predicate, to_wire(term.object))
-    return term
-
-
-def from_wire(term: Any) -> Any:
-    """The term as rdfmem hands it out: skolem IRIs back to blank nodes."""
-    if isinstance(term, NamedNode) and term.value.startswith(SKOLEM_PREFIX):
-        return BlankNode(_bnode_id(term.value[len(SKOLEM_PREFIX) :]))
-    return term
-
-
-# -- pure compilers: matches and edits ------------------------------------------------------
-
-
-def compile_match(
-    subject: Subject | None,
-    predicate: NamedNode | None,
-    object: Object | None,
-    graph: Graph | None,
-    *,
-    default_graph: NamedNode | None,
-    hidden: Sequence[NamedNode] = (),
-) -> tuple[str, list[str]]:
-    """The query answering a quad pattern, and the variables it binds (``ASK`` when none).
-    ``default_graph`` None: the server's default graph is rdfmem's (rows without ``?g``).
-
-    >>> q, names = compile_match(None, NamedNode("urn:p"), None, None,
-    ...     default_graph=NamedNode("urn:d"), hidden=[NamedNode("urn:l")])
-    >>> print(q)
-    SELECT ?s ?o ?g WHERE { GRAPH ?g { ?s <urn:p> ?o } FILTER(?g NOT IN (<urn:l>)) }
-    >>> print(compile_match(None, NamedNode("urn:p"), None, DefaultGraph(),
-    ...     default_graph=None)[0])
-    SELECT ?s ?o WHERE { ?s <urn:p> ?o }
-    >>> print(compile_match(NamedNode("urn:s"), None, None, None, default_graph=None)[0])
-    SELECT ?p ?o ?g WHERE { { <urn:s> ?p ?o } UNION { GRAPH ?g { <urn:s> ?p ?o } } }
-    """
-    names: list[str] = []
-    parts = []
-    for name, term in (("s", subject), ("p", predicate), ("o", object)):
-        if term is None:
-            names.append(name)
-            parts.append("?" + name)
-        else:
-            parts.append(sparql_term(to_wire(term)))
-    triple = " ".join(parts)
-    if graph is None:
-        names.append("g")
-        body = f"GRAPH ?g {{ {triple} }}"
-        if hidden:
-            body += f" FILTER(?g NOT IN ({', '.join(sparql_term(h) for h in hidden)}))"
-        if default_graph is None:
-            body = f"{{ {triple} }} UNION {{ {body} }}"
-    else:
-        target = to_wire(graph, default_graph)
-        if isinstance(target, DefaultGraph):
-            body = triple
-        else:
-            body = f"GRAPH {sparql_term(target)} {{ {triple} }}"
-    if not names:
-        return f"ASK {{ {body} }}", names
-    return f"SELECT {' '.join('?' + n for n in names)} WHERE {{ {body} }}", names
-
-
-def _data(quads: Sequence[Quad], default_graph: NamedNode | None) -> str:
-    groups: dict[str, list[str]] = {}
-    for q in quads:
-        triple = (
-            f"{sparql_term(to_wire(q.subject))} {sparql_term(q.predicate)} "
-            f"{sparql_term(to_wire(q.object))} ."
-        )
-        graph = to_wire(q.graph_name, default_graph)
-        name = "" if isinstance(graph, DefaultGraph) else sparql_term(graph)
-        groups.setdefault(name, []).append(triple)
-    return " ".join(
-        f"GRAPH {g} {{ {' '.join(ts)} }}" if g else " ".join(ts) for g, ts in groups.items()
-    )
-
-
-def edit_requests(
-    remove: Sequence[Quad],
-    add: Sequence[Quad],
-    *,
-    default_graph: NamedNode | None,
-    limit: int | None = None,
-) -> list[str]:
-    """``INSERT DATA`` then ``DELETE DATA`` (the default graph's triples outside ``GRAPH``,
-    or in ``GRAPH default_graph`` when that is a named graph): one request,
-    or several of at most ``limit`` quads. Inserting first means that a reader of a server
-    with weak isolation (Virtuoso reads committed rows) sees the old quads, the new ones,
-    or both, but never neither.
-
-    >>> q = Quad(NamedNode("urn:s"), NamedNode("urn:p"), BlankNode("b1"), DefaultGraph())
-    >>> edit_requests([], [q], default_graph=NamedNode("urn:d"))
-    ['INSERT DATA { GRAPH <urn:d> { <urn:s> <urn:p> <urn:rdfmem:bnode:b1> . } }']
-    >>> edit_requests([q], [], default_graph=None)
-    ['DELETE DATA { <urn:s> <urn:p> <urn:rdfmem:bnode:b1> . }']
-    """
-    both = set(remove) & set(add)
-    if both:  # kept as they are: inserting, then deleting, would lose them
-        remove = [q for q in remove if q not in both]
-        add = [q for q in add if q not in both]
-    if limit is None or len(remove) + len(add) <= limit:
-        ops = []
-        if add:
-            ops.append(f"INSERT DATA {{ {_data(add, default_graph)} }}")
-        if remove:
-            ops.append(f"DELETE DATA {{ {_data(remove, default_graph)} }}")
-        return [" ; ".join(ops)] if ops else []
-    requests = []
-    for verb, quads in (("INSERT", add), ("DELETE", remove)):
-        for i in range(0, len(quads), limit):
-            requests.append(f"{verb} DATA {{ {_data(quads[i : i + limit], default_graph)} }}")
-    return requests
 
 
 # -- the backend ----------------------------------------------------------------------------
@@ -396,42 +282,7 @@ class SparqlBackend(Backend):
 
     def _results(self, response: httpx.Response) -> RawResult:
         """The body as pyoxigraph results, fully validated, blank nodes restored."""
-        media = response.headers.get("content-type", "")
-        body = response.content
-        rdf = RdfFormat.from_media_type(media) if media else None
-        if rdf is not None:
-            if rdf == RdfFormat.RDF_XML:
-                try:  # a hostile server's entity bomb must not exhaust this process
-                    check_rdfxml(body)
-                except FormatError as exc:
-                    raise BackingError(f"refused RDF/XML from the server: {exc}") from exc
-            try:
-                return [
-                    Triple(from_wire(t.subject), t.predicate, from_wire(t.object))
-                    for t in parse(body, rdf)
-                ]
-            except (SyntaxError, ValueError) as exc:
-                raise BackingError(
-                    f"malformed {rdf.name} from the server: {exc}", cause=exc
-                ) from exc
-        fmt = QueryResultsFormat.from_media_type(media) if media else None
-        if fmt is None:
-            raise BackingError(f"unexpected answer from the server ({media or 'no type'})")
-        if fmt == QueryResultsFormat.JSON and (SKOLEM_PREFIX.encode() in body or b"bnode" in body):
-            body = _normalized_json(body)
-        try:
-            parsed = parse_query_results(body, fmt)
-            if isinstance(parsed, QueryBoolean):
-                return bool(parsed)
-            variables = [v.value for v in parsed.variables]
-            rows = [[s[i] for i in range(len(variables))] for s in parsed]  # validates all
-        except (SyntaxError, ValueError) as exc:
-            raise BackingError(f"malformed {fmt.name} from the server: {exc}", cause=exc) from exc
-        if fmt != QueryResultsFormat.JSON and SKOLEM_PREFIX.encode() in body:
-            body, fmt = _solutions_json(variables, rows), QueryResultsFormat.JSON
-        solutions = parse_query_results(body, fmt)
-        assert isinstance(solutions, QuerySolutions)
-        return solutions
+        return read_answer(response.headers.get("content-type", ""), response.content)
 
     def _truncated(self, response: httpx.Response) -> int:
         limit = response.headers.get("x-sparql-maxrows")
@@ -452,21 +303,28 @@ class SparqlBackend(Backend):
         form_of, states_dataset, _ = query_shape(sparql)
         text = sparql
         if substitutions:
-            text = inject_values(text, {k: to_wire(v) for k, v in substitutions.items()})
+            if any(isinstance(v, BlankNode) for v in substitutions.values()):
+                raise InvalidTerm(
+                    "a blank node cannot be a pre-bound value on a remote store: SPARQL "
+                    "cannot name an existing blank node (bind an IRI)"
+                )
+            text = bind_values(text, substitutions)
         form: dict[str, Any] = {"query": _with_base(text, base_iri)}
         if default_graph is not None or named_graphs is not None:
             # A dataset chosen by the caller travels as the protocol's parameters.
             ours = self.default_graph
             defaults = [DefaultGraph()] if default_graph is None else default_graph
-            wire = [to_wire(g, ours) for g in defaults]
-            if any(isinstance(g, DefaultGraph) for g in wire):
+            wire = [graph_on_wire(g, ours) for g in defaults]
+            named = [graph_on_wire(g, None) for g in named_graphs or ()]
+            iris = [g.value for g in wire if isinstance(g, NamedNode)]
+            if len(iris) < len(wire):
                 raise InvalidTerm(
                     "the server's default graph cannot be named in a dataset: it is the "
                     "default graph of a query that names none"
                 )
-            form["default-graph-uri"] = [g.value for g in wire]
+            form["default-graph-uri"] = iris
             if named_graphs is not None:
-                form["named-graph-uri"] = [to_wire(g).value for g in named_graphs]
+                form["named-graph-uri"] = [g.value for g in named if isinstance(g, NamedNode)]
         elif not states_dataset:
             form.update(self._dataset())
         response = self._post(self.query_url, form, _ACCEPT[form_of], "query")
@@ -488,7 +346,7 @@ class SparqlBackend(Backend):
         if not isinstance(solutions, QuerySolutions):
             raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
         variables = [v.value for v in solutions.variables]
-        rows = [_row(variables, s) for s in solutions]
+        rows = [solution_row(variables, s) for s in solutions]
         if limit and len(rows) >= limit:
             # Cut at the server's row limit: read it again in pages, in a stable order.
             # (The sort sits in a sub-select: Virtuoso refuses to sort for a deep OFFSET.)
@@ -500,7 +358,7 @@ class SparqlBackend(Backend):
                 )
                 more = self._results(self._post(self.query_url, {"query": page}, _RESULTS, "query"))
                 assert isinstance(more, QuerySolutions)
-                batch = [_row(variables, s) for s in more]
+                batch = [solution_row(variables, s) for s in more]
                 rows.extend(batch)
                 if len(batch) < limit:
                     break
@@ -593,7 +451,11 @@ class SparqlBackend(Backend):
             # A row missing a variable of the pattern: Virtuoso read a quad while another
             # request deleted it. Read again; what stays torn is read as deleted.
             rows = self.select_rows(sparql)
-        rows = [row for row in rows if all(n in row for n in needed)]
+        rows = [
+            row
+            for row in rows
+            if all(n in row for n in needed) and blanks_match(row, subject, object)
+        ]
         return iter(self._quads(rows, subject, predicate, object, graph))
 
     def _quads(
@@ -625,7 +487,15 @@ class SparqlBackend(Backend):
                 self.health(5000)
             if "virtuoso" in self.server.lower():
                 limit = _VIRTUOSO_QUADS
-        requests = edit_requests(remove, add, default_graph=self.default_graph, limit=limit)
+        kept = set(remove) & set(add)  # left as they are (a blank node's would be re-minted)
+        remove = [q for q in remove if q not in kept]
+        add = [q for q in add if q not in kept]
+        plain = [q for q in remove if not has_blank(q)]
+        requests = edit_requests(plain, add, default_graph=self.default_graph, limit=limit)
+        blank = [q for q in remove if has_blank(q)]
+        deletes = self._blank_deletes(blank)
+        if deletes:  # with the first request: one request when the write fits in one
+            requests[:1] = [" ; ".join(deletes + requests[:1])]
         if requests and self.change_log:
             touched = {
                 DEFAULT_GRAPH_LABEL
@@ -638,6 +508,42 @@ class SparqlBackend(Backend):
             change = log_change(self.change_graph, uuid.uuid4().hex, sorted(touched), named)
             requests[-1] = f"{requests[-1]} ; {change}"
         self.leases.write(requests)
+
+    def _blank_deletes(self, quads: Sequence[Quad]) -> list[str]:
+        """The updates removing quads that hold blank nodes, by pattern: each pattern's
+        blank nodes on the server must all be among ``quads`` (quads not there are left).
+
+        Raises:
+            InvalidTerm: other blank nodes match a quad's pattern too, so no SPARQL
+                update can remove the quad alone.
+        """
+        removing = set(quads)
+        deletes: dict[str, None] = {}
+        for quad in quads:
+            ask, delete = compile_blank_delete(quad, default_graph=self.default_graph)
+            if delete in deletes:
+                continue
+            rows = self.select_rows(ask)
+            if not any(blanks_match(r, quad.subject, quad.object) for r in rows):
+                continue
+            others = [
+                r
+                for r in rows
+                if Quad(
+                    r.get("s", quad.subject),
+                    quad.predicate,
+                    r.get("o", quad.object),
+                    quad.graph_name,
+                )
+                not in removing
+            ]
+            if others:
+                raise InvalidTerm(
+                    f"cannot remove {quad}: {len(rows)} blank nodes on the server match it, "
+                    "and SPARQL cannot name one of them (give such nodes IRIs)"
+                )
+            deletes[delete] = None
+        return list(deletes)
 
     def changes_since(
         self,
@@ -725,65 +631,3 @@ def _with_base(sparql: str, base_iri: str | None) -> str:
         return f"BASE {sparql_term(NamedNode(base_iri))}\n{sparql}"
     except ValueError as exc:
         raise InvalidTerm(f"base_iri is not an IRI: {base_iri!r}") from exc
-
-
-def _row(variables: Sequence[str], solution: Any) -> dict[str, Any]:
-    row = {}
-    for i, name in enumerate(variables):
-        term = solution[i]
-        if term is not None:
-            row[name] = term
-    return row
-
-
-def _term_json(term: Any) -> dict[str, Any]:
-    term = from_wire(term)
-    if isinstance(term, NamedNode):
-        return {"type": "uri", "value": term.value}
-    if isinstance(term, BlankNode):
-        return {"type": "bnode", "value": term.value}
-    if isinstance(term, Literal):
-        out: dict[str, Any] = {"type": "literal", "value": term.value}
-        if term.language:
-            out["xml:lang"] = term.language
-        else:
-            out["datatype"] = term.datatype.value
-        return out
-    raise BackingError(f"unsupported term in results: {term!r}")
-
-
-def _bnode_id(value: str) -> str:
-    try:
-        return BlankNode(value).value
-    except ValueError:  # Virtuoso's "nodeID://b1001": a stable id that pyoxigraph accepts
-        return "x" + value.encode("utf-8").hex()
-
-
-def _normalized_json(body: bytes) -> bytes:
-    """SPARQL JSON results with skolem IRIs made blank nodes again and blank node labels
-    made valid (Virtuoso's ``nodeID://…``).
-
-    Raises:
-        BackingError: the body is not SPARQL JSON results.
-    """
-    try:
-        doc = json.loads(body)
-        for binding in doc["results"]["bindings"]:
-            for term in binding.values():
-                value = term.get("value", "")
-                if term.get("type") == "uri" and value.startswith(SKOLEM_PREFIX):
-                    term["type"], term["value"] = "bnode", _bnode_id(value[len(SKOLEM_PREFIX) :])
-                elif term.get("type") == "bnode":
-                    term["value"] = _bnode_id(value)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise BackingError(f"malformed SPARQL JSON results from the server: {exc}") from exc
-    return json.dumps(doc, ensure_ascii=False).encode("utf-8")
-
-
-def _solutions_json(variables: Sequence[str], rows: Sequence[Sequence[Any]]) -> bytes:
-    bindings = [
-        {v: _term_json(t) for v, t in zip(variables, row, strict=True) if t is not None}
-        for row in rows
-    ]
-    doc = {"head": {"vars": list(variables)}, "results": {"bindings": bindings}}
-    return json.dumps(doc, ensure_ascii=False).encode("utf-8")

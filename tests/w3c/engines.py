@@ -93,10 +93,22 @@ class Engine:
 
 
 class RawOxigraph(Engine):
+    """pyoxigraph's ``Store``: in memory, or on disk in a fresh folder under ``folder`` per
+    test case (RocksDB, as Oxigraph server stores: the same order of solutions, so the
+    same ``SAMPLE``)."""
+
     name = "raw oxigraph"
 
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self.cases = 0
+
     def reset(self) -> None:
-        self.store = Store()
+        if self.folder is None:
+            self.store = Store()
+        else:
+            self.cases += 1
+            self.store = Store(str(self.folder / f"case{self.cases}"))
 
     def load(self, path: Path, graph: str | None) -> None:
         self.store.load(
