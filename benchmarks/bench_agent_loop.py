@@ -16,7 +16,9 @@ Also measured: the first read after a bulk load (the indexes rebuilt from SPARQL
 the indexes hold (bytes per memory and per node), traversals at scale (``descendants`` and
 ``ancestors`` against a breadth-first search over Python dicts that builds the same ``Node``
 objects; ``path_between`` over a 10-hop shortest path) and exact against approximate vector
-search (usearch HNSW): latency and recall@10.
+search (usearch HNSW): latency and recall@10; and the same turn on a remote store (an
+Oxigraph server on loopback, ``RdfStore.connect``) at 1,000 and 10,000 stored, step by step,
+against the turn in memory at the same size.
 
 Run: ``python benchmarks/bench_agent_loop.py [--quick]``; writes
 ``benchmarks/results/agent_loop.md``. ``--quick`` takes a minute or two.
@@ -49,7 +51,9 @@ from rdfmem.index import VectorSet, indexes
 from rdfmem.memories import _triples
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bench_decisions import generate
+from servers import OxigraphServer
 
 RESULTS = Path(__file__).parent / "results" / "agent_loop.md"
 WORDS = [
@@ -130,18 +134,34 @@ def preload_rdfmem(store: RdfStore, n: int, rng: random.Random) -> None:
     dg.add_edges(edges[:n])
 
 
-def rdfmem_turn(store: RdfStore, rng: random.Random) -> Callable[[int], None]:
+PARTS = ("save", "search", "add_node", "add_edge", "active_goals", "recent", "counter")
+
+
+def rdfmem_turn(
+    store: RdfStore, rng: random.Random, parts: dict[str, float] | None = None
+) -> Callable[[int], None]:
+    """One turn; with ``parts``, the seconds of each step are added to it."""
     memories = Memories(store, project="bench")
     graph = DecisionGraph(store)
+    steps: list[Callable[[int], object]] = [
+        lambda i: memories.save(Memory("project", f"Turn {i} note", text(rng))),
+        lambda i: memories.search(text(rng, 4), limit=5),
+        lambda i: graph.add_node(Node(id=f"t{i}", type="decision", label=f"turn {i}")),
+        lambda i: graph.add_edge({"from_id": "n0", "to_id": f"t{i}", "type": "leads_to"}),
+        lambda i: graph.query("active_goals"),
+        lambda i: graph.query("recent_decisions", limit=5),
+        lambda i: store.update("turns", lambda c: (c or 0) + 1),
+    ]
 
     def turn(i: int) -> None:
-        memories.save(Memory("project", f"Turn {i} note", text(rng)))
-        memories.search(text(rng, 4), limit=5)
-        node = graph.add_node(Node(id=f"t{i}", type="decision", label=f"turn {i}"))
-        graph.add_edge({"from_id": "n0", "to_id": node.id, "type": "leads_to"})
-        graph.query("active_goals")
-        graph.query("recent_decisions", limit=5)
-        store.update("turns", lambda c: (c or 0) + 1)
+        if parts is None:
+            for step in steps:
+                step(i)
+            return
+        for name, step in zip(PARTS, steps, strict=True):
+            start = time.perf_counter()
+            step(i)
+            parts[name] = parts.get(name, 0.0) + time.perf_counter() - start
 
     return turn
 
@@ -187,13 +207,53 @@ def langgraph_turn(store: Any, rng: random.Random, n: int) -> Callable[[int], No
 # -- measuring ------------------------------------------------------------------------------
 
 
-def turns_per_second(turn: Callable[[int], None], budget: float, most: int) -> float:
-    turn(1_000_000)  # warm: first reads, rebuilt indexes
+def turns_per_second(
+    turn: Callable[[int], None],
+    budget: float,
+    most: int,
+    counted: list[int] | None = None,
+    *,
+    warm: bool = True,
+) -> float:
+    if warm:
+        turn(1_000_000)  # first reads, rebuilt indexes
     count, start = 0, time.perf_counter()
     while count < most and (count < 3 or time.perf_counter() - start < budget):
         turn(count)
         count += 1
+    if counted is not None:
+        counted.append(count)
     return count / (time.perf_counter() - start)
+
+
+def remote_loop(sizes: list[int], budget: float, folder: str) -> list[dict[str, Any]]:
+    """The same turn on an Oxigraph server on loopback (``RdfStore.connect``), and in memory
+    at the same size, with the milliseconds of each step."""
+    server = OxigraphServer(Path(folder))
+    server.start()
+    rows = []
+    try:
+        for n in sizes:
+            row: dict[str, Any] = {"n": n}
+            for name in ("remote", "memory"):
+                if name == "remote":
+                    server.wipe()
+                store = server.connect() if name == "remote" else RdfStore()
+                rng = random.Random(n)
+                preload_rdfmem(store, n, rng)
+                parts: dict[str, float] = {}
+                counted: list[int] = []
+                turn = rdfmem_turn(store, rng, parts)
+                turn(1_000_000)  # first reads, rebuilt indexes: not counted
+                parts.clear()
+                row[name] = turns_per_second(turn, budget, 2_000, counted, warm=False)
+                row[f"parts_{name}"] = {k: v * 1e3 / counted[0] for k, v in parts.items()}
+                store.close()
+            rows.append(row)
+            print(row, flush=True)
+    finally:
+        server.stop()
+    return rows
 
 
 def agent_loop(sizes: list[int], budget: float, folder: str) -> list[dict[str, Any]]:
@@ -211,8 +271,10 @@ def agent_loop(sizes: list[int], budget: float, folder: str) -> list[dict[str, A
             row[f"load_{name}"] = time.perf_counter() - t0
             turn = rdfmem_turn(store, rng)
             t0 = time.perf_counter()
-            for _ in range(10):  # past ten searches a large set has built its HNSW graph
-                Memories(store, project="bench").search("deploy", limit=5)
+            # The first 64 searches after the load: a large set builds its HNSW graph at the
+            # ninth and chooses its beam at the 16th and the 64th.
+            for _ in range(64):
+                Memories(store, project="bench").search(text(rng, 4), limit=5)
             DecisionGraph(store).query("recent_decisions", limit=5)
             row[f"rebuild_{name}"] = time.perf_counter() - t0
             row[name] = turns_per_second(turn, budget, 2_000)
@@ -223,6 +285,13 @@ def agent_loop(sizes: list[int], budget: float, folder: str) -> list[dict[str, A
                 nodes = sum(g.nbytes() for g in hub._graphs.values())
                 row["bytes_memory"] = vec / (n + 2_000)
                 row["bytes_node"] = nodes / (n + 2_000)
+                blocks = [b for v in hub._vectors.values() for b in v._blocks.values()]
+                graphs = [b for b in blocks if b.ann is not None]
+                row["beam"] = graphs[0].ann.expansion_search if graphs else None
+                if graphs:  # what choosing the beam again costs (every 1,024+ searches)
+                    t0 = time.perf_counter()
+                    graphs[0].calibrate()
+                    row["calibrate_s"] = time.perf_counter() - t0
             store.close()
             del store, turn
             gc.collect()
@@ -335,12 +404,20 @@ def vectors(n: int, dimension: int, queries: int) -> dict[str, Any]:
     bytes_exact = exact.nbytes()
     ann = VectorSet(("urn:g",), "urn:p", approximate=True)
     ann._blocks = exact._blocks  # the same rows; its HNSW graph is built on first search
-    qs = data[rng.integers(0, n, queries)] + 0.3 * rng.standard_normal((queries, dimension))
+    # Queries far from the rows: a unit row plus noise of norm 0.3 * sqrt(dimension).
+    qs = data[rng.integers(0, n, 64 + queries)]
+    qs += 0.3 * rng.standard_normal((64 + queries, dimension)).astype(np.float32)
     t0 = time.perf_counter()
     ann.search(qs[0], 10)
     build = time.perf_counter() - t0
+    (block,) = ann._blocks.values()
+    first_beam = block.ann.expansion_search
+    t0 = time.perf_counter()
+    for q in qs[1:64]:  # the workload's first queries: the beam is chosen on them
+        ann.search(q, 10)
+    warm = time.perf_counter() - t0
     hits, exact_ms, ann_ms = 0, [], []
-    for q in qs:
+    for q in qs[64:]:
         t = time.perf_counter()
         want = {s for _, s, _ in exact.search(q, 10)}
         exact_ms.append((time.perf_counter() - t) * 1e3)
@@ -352,6 +429,9 @@ def vectors(n: int, dimension: int, queries: int) -> dict[str, Any]:
         "n": n,
         "dimension": dimension,
         "build_s": build,
+        "warm_s": warm,
+        "first_beam": first_beam,
+        "beam": block.ann.expansion_search,
         "exact_ms": float(np.median(exact_ms)),
         "ann_ms": float(np.median(ann_ms)),
         "recall": hits / (10 * queries),
@@ -371,6 +451,7 @@ def report(
     trav: dict[str, Any],
     vec: dict[str, Any],
     load: tuple[float, float],
+    remote: list[dict[str, Any]],
 ) -> str:
     def f(x: float) -> str:
         return f"{x:,.1f}" if x < 100 else f"{x:,.0f}"
@@ -420,6 +501,14 @@ def report(
             f"| {r['n']:,} | {r['rebuild_memory']:.2f} | {r['rebuild_disk']:.2f} | "
             f"{r['bytes_memory']:,.0f} | {r['bytes_node']:,.0f} |"
         )
+    for r in loop:
+        if r.get("beam") is not None:
+            lines += [
+                "",
+                f"At {r['n']:,} stored the HNSW beam chosen on the turns' queries is "
+                f"{r['beam']:,}; choosing it again (every max(1,024, rows / 64) searches) "
+                f"took {r['calibrate_s']:.2f} s.",
+            ]
     t = trav
     lines += [
         "",
@@ -442,9 +531,35 @@ def report(
         f"| search latency, median (ms) | {vec['exact_ms']:.2f} | {vec['ann_ms']:.2f} |",
         f"| recall@10 against exact | 1.00 | {vec['recall']:.3f} |",
         f"| bytes per vector | {vec['bytes_exact']:,.0f} | +{vec['bytes_ann']:,.0f} |",
-        f"| build (s) | — | {vec['build_s']:.1f} |",
+        f"| build (s), with the beam chosen on 64 of the set's rows | — | {vec['build_s']:.1f} |",
+        f"| first 63 queries (s), the beam chosen again on them at the 16th and 64th | — | "
+        f"{vec['warm_s']:.1f} |",
+        f"| beam (usearch expansion_search): after the build → on the queries | — | "
+        f"{vec['first_beam']:,} → {vec['beam']:,} |",
         "",
     ]
+    if remote:
+        names = ", ".join(PARTS)
+        lines += [
+            "## Remote store: the same turn on an Oxigraph server (loopback)",
+            "",
+            "`RdfStore.connect` to `oxigraph serve` on 127.0.0.1 (the server started as "
+            "`tests/servers.py` does), against rdfmem in memory at the same size, in the "
+            f"same run. Milliseconds per step ({names}):",
+            "",
+            "| stored | remote turns/s | in memory turns/s | remote ÷ in memory | "
+            "remote ms per step | in memory ms per step |",
+            "|---:|---:|---:|---:|---|---|",
+        ]
+        for r in remote:
+            steps = [
+                " / ".join(f"{r[f'parts_{k}'][p]:.1f}" for p in PARTS) for k in ("remote", "memory")
+            ]
+            lines.append(
+                f"| {r['n']:,} | {f(r['remote'])} | {f(r['memory'])} | "
+                f"{r['remote'] / r['memory']:.3f}× | {steps[0]} | {steps[1]} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -455,17 +570,21 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=100_000)
     parser.add_argument("--vectors", type=int, default=1_000_000)
     parser.add_argument("--dimension", type=int, default=128)
+    parser.add_argument("--remote-sizes", type=int, nargs="*", default=[1_000, 10_000])
     parser.add_argument("--budget", type=float, default=3.0, help="seconds of turns per cell")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.nodes, args.vectors, args.budget = [1_000, 10_000], 20_000, 50_000, 1.5
+        args.remote_sizes = [1_000]
     before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         loop = agent_loop(args.sizes, args.budget, folder)
+    with tempfile.TemporaryDirectory() as folder:
+        remote = remote_loop(args.remote_sizes, args.budget, folder)
     trav = traversals(args.nodes, 3)
     vec = vectors(args.vectors, args.dimension, 50)
-    text_out = report(args, loop, trav, vec, (before, os.getloadavg()[0]))
+    text_out = report(args, loop, trav, vec, (before, os.getloadavg()[0]), remote)
     args.out.write_text(text_out, encoding="utf-8")
     print(text_out)
 

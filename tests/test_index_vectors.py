@@ -141,3 +141,32 @@ def test_sessions_share_the_global_vectors_and_never_see_each_other() -> None:
     assert hub is not None
     sets = [v for v in hub._vectors.values() if "urn:rdfmem:memories:global" in v.graphs]
     assert [len(v) for v in sets] == [1]  # one set for the global graph, held once
+
+
+def _recall(exact: VectorSet, approx: VectorSet, queries: np.ndarray) -> float:
+    hits = 0
+    for q in queries:
+        tenth = exact.search(q, 10)[-1][2] - 1e-5  # equal scores are not misses
+        hits += sum(score >= tenth for _, _, score in approx.search(q, 10))
+    return hits / (10 * len(queries))
+
+
+def test_the_beam_widens_for_queries_far_from_every_row_and_recall_holds() -> None:
+    pytest.importorskip("usearch")
+    rng = np.random.default_rng(11)
+    data = _unit(rng, 10_000, 160)  # no structure: every neighbour nearly as far as the next
+    exact = VectorSet(("urn:g",), "urn:p", approximate=False)
+    approx = VectorSet(("urn:g",), "urn:p", approximate=True)
+    for vs in (exact, approx):
+        vs.rebuild(("urn:g", f"urn:v{i}", v) for i, v in enumerate(data))
+    near = data[:64] + 0.01 * rng.standard_normal((64, 160)).astype(np.float32)
+    assert _recall(exact, approx, near) >= 0.95
+    (block,) = approx._blocks.values()
+    narrow = block.ann.expansion_search
+    # queries unlike any row (random directions; the narrow beam finds 0.94 of their ten
+    # nearest): after the next 1,024 searches the beam is chosen again on them, wider
+    far = _unit(rng, 1_074, 160)
+    for q in far[:1_024]:
+        approx.search(q, 10)
+    assert block.ann.expansion_search > narrow
+    assert _recall(exact, approx, far[1_024:]) >= 0.97
