@@ -23,17 +23,18 @@ GraphDB or Neptune:
   own default graph: name the graph in such updates).
 * **Blank nodes are blank nodes on the server**, so that outside queries get standard
   answers (``isBlank``, ``isIRI``, ``ORDER BY``). rdfmem writes them as ``_:label`` in
-  ``INSERT DATA``: the server mints one node per label per request (all the quads of one
-  ``load`` or one write go in one request, so they share their nodes), and rdfmem reads
-  back the server's labels. SPARQL has no syntax that names an existing blank node, so
-  the rule is: a read naming one (``match``, ``select``/``ask``/``count`` with a blank
-  node) asks for every blank node in its place and keeps the server's node with that
-  label; removing a quad that holds one deletes it by pattern when that node is the only
-  blank node matching the pattern, and raises ``InvalidTerm`` when several do (another
-  client's write between the check and the delete could widen it); a write that names a
-  blank node read from the server mints a new node (as ``INSERT DATA`` always does: give
-  nodes that must gain triples later an IRI); a blank node cannot be a pre-bound value
-  (``VALUES`` cannot hold one) nor name a graph.
+  ``INSERT { … } WHERE {}`` (Virtuoso refuses them in ``INSERT DATA``): the server mints
+  one node per label per request (all the quads of one ``load`` or one write go in one
+  request, so they share their nodes), and rdfmem reads back the server's labels. SPARQL
+  has no syntax that names an existing blank node, so the rule is: a read naming one
+  (``match``, ``select``/``ask``/``count`` with a blank node) asks for every blank node
+  in its place and keeps the server's node with that label; removing a quad that holds
+  one deletes it by pattern when the blank nodes matching the pattern are all being
+  removed, and raises ``InvalidTerm`` otherwise (another client's write between the
+  check and the delete could widen it); a write that names a blank node read from the
+  server mints a new node (as ``INSERT DATA`` always does: give nodes that must gain
+  triples later an IRI); a blank node cannot be a pre-bound value (``VALUES`` cannot
+  hold one) nor name a graph.
 * **Pre-bound variables** (``substitutions``) are written in with standard ``VALUES``
   blocks (``rdfmem.backends.sparql_bind``), so the remote store answers as embedded
   Oxigraph does (SEP-0007): ``VALUES`` in every group for a variable the query only
@@ -42,8 +43,14 @@ GraphDB or Neptune:
 * **Long results**: when a server cuts a result at its row limit (Virtuoso's
   ``X-SPARQL-MaxRows``), rdfmem's own reads page through it; a raw query raises.
 * **Large writes**: Virtuoso compiles an update to SQL and refuses one of ~1,500 quads, so
-  against Virtuoso writes go in requests of 500 quads (``max_quads_per_request``); such a
-  write is then not atomic.
+  against Virtuoso a write of more than 500 quads (``max_quads_per_request``) is copied
+  500 quads per request into scratch graphs (``urn:rdfmem:graph:staging:<id>:<n>``,
+  hidden from rdfmem's reads) and applied from there by **one** request (``INSERT … WHERE``
+  then ``DELETE … WHERE`` on the scratch graphs, then ``DROP``): the quads added appear
+  in one operation, never in parts (those removed go in the next operation: a reader may
+  see both, never neither; Virtuoso does not undo a request's earlier operations when a
+  later one fails). If staging fails, the scratch graphs are dropped and nothing of the
+  write is applied (a client killed in between leaves its scratch graphs: drop them).
 * ``exclusive`` is a lease on the server (``rdfmem.leases``), so the key/value layer's
   read-modify-writes are atomic across processes and machines.
 
@@ -60,7 +67,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import Any
 
 import httpx
@@ -72,7 +79,7 @@ from pyoxigraph import (
     QuerySolutions,
 )
 
-from ..errors import BackingError, InvalidTerm, QueryError, Unreachable
+from ..errors import BackingError, InvalidTerm, QueryError, RdfMemError, Unreachable
 from ..leases import Leases
 from ..terms import sparql_term
 from .base import Backend, Graph, Object, RawResult, Subject
@@ -88,6 +95,7 @@ from .sparql_text import (
     xsd_instant,
 )
 from .sparql_wire import (
+    STAGING_PREFIX,
     blanks_match,
     compile_blank_delete,
     compile_match,
@@ -96,6 +104,7 @@ from .sparql_wire import (
     has_blank,
     read_answer,
     solution_row,
+    staged_edit,
     to_wire,
 )
 
@@ -166,8 +175,9 @@ class SparqlBackend(Backend):
             by default Virtuoso's own graphs (``VIRTUOSO_GRAPHS``) against Virtuoso.
         lease_ttl_ms, lease_wait_ms: the lease a read-modify-write takes, and how long it
             waits for another client's lease before ``LeaseDenied``.
-        max_quads_per_request: split larger writes (not atomic then); by default 500
-            against Virtuoso, unbounded elsewhere.
+        max_quads_per_request: stage larger writes in scratch graphs, this many quads per
+            request, then apply them in one request; by default 500 against Virtuoso,
+            unbounded elsewhere.
         snapshot_reads: the server answers each query from one consistent state, so the
             lease read may bring the leased entries along (one request less per update);
             by default true for Oxigraph server only (Virtuoso reads committed rows as it
@@ -431,6 +441,7 @@ class SparqlBackend(Backend):
                     q
                     for q in found
                     if q.graph_name not in hidden
+                    and not _scratch(q.graph_name)
                     and (predicate is None or q.predicate == predicate)
                     and (object is None or q.object == object)
                     and (graph is None or q.graph_name == graph)
@@ -454,7 +465,9 @@ class SparqlBackend(Backend):
         rows = [
             row
             for row in rows
-            if all(n in row for n in needed) and blanks_match(row, subject, object)
+            if all(n in row for n in needed)
+            and blanks_match(row, subject, object)
+            and not _scratch(row.get("g"))
         ]
         return iter(self._quads(rows, subject, predicate, object, graph))
 
@@ -491,23 +504,53 @@ class SparqlBackend(Backend):
         remove = [q for q in remove if q not in kept]
         add = [q for q in add if q not in kept]
         plain = [q for q in remove if not has_blank(q)]
-        requests = edit_requests(plain, add, default_graph=self.default_graph, limit=limit)
-        blank = [q for q in remove if has_blank(q)]
-        deletes = self._blank_deletes(blank)
-        if deletes:  # with the first request: one request when the write fits in one
-            requests[:1] = [" ; ".join(deletes + requests[:1])]
-        if requests and self.change_log:
-            touched = {
-                DEFAULT_GRAPH_LABEL
-                if isinstance(q.graph_name, DefaultGraph)
-                else q.graph_name.value
-                for q in (*remove, *add)
-            }
-            subjects = [to_wire(q.subject) for q in (*remove, *add)]
-            named = [x for x in subjects if isinstance(x, NamedNode)]
-            change = log_change(self.change_graph, uuid.uuid4().hex, sorted(touched), named)
-            requests[-1] = f"{requests[-1]} ; {change}"
-        self.leases.write(requests)
+        scratch: list[NamedNode] = []
+        if limit is not None and len(plain) + len(add) > limit:
+            scratch, requests = self._stage(plain, add, limit)
+        else:
+            requests = edit_requests(plain, add, default_graph=self.default_graph)
+        try:
+            deletes = self._blank_deletes([q for q in remove if has_blank(q)])
+            if deletes:  # with the write: one request
+                requests[:1] = [" ; ".join(deletes + requests[:1])]
+            if requests and self.change_log:
+                touched = {
+                    DEFAULT_GRAPH_LABEL
+                    if isinstance(q.graph_name, DefaultGraph)
+                    else q.graph_name.value
+                    for q in (*remove, *add)
+                }
+                subjects = [to_wire(q.subject) for q in (*remove, *add)]
+                named = [x for x in subjects if isinstance(x, NamedNode)]
+                change = log_change(self.change_graph, uuid.uuid4().hex, sorted(touched), named)
+                requests[-1] = f"{requests[-1]} ; {change}"
+            self.leases.write(requests)
+        except BaseException:
+            self._drop(scratch)  # the write did not happen: leave no scratch graph behind
+            raise
+
+    def _stage(
+        self, remove: Sequence[Quad], add: Sequence[Quad], limit: int
+    ) -> tuple[list[NamedNode], list[str]]:
+        """Copy a write too large for one request into scratch graphs (``staged_edit``);
+        the one request that applies it."""
+        parts, apply, scratch = staged_edit(
+            remove, add, default_graph=self.default_graph, limit=limit, token=uuid.uuid4().hex
+        )
+        self.leases.flush()
+        try:
+            for part in parts:
+                self.send_update(part)
+        except BaseException:
+            self._drop(scratch)
+            raise
+        return scratch, [apply]
+
+    def _drop(self, scratch: Sequence[NamedNode]) -> None:
+        """Drop scratch graphs, as far as the server answers (never raises)."""
+        if scratch:
+            with suppress(RdfMemError):
+                self.send_update(" ; ".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in scratch))
 
     def _blank_deletes(self, quads: Sequence[Quad]) -> list[str]:
         """The updates removing quads that hold blank nodes, by pattern: each pattern's
@@ -622,6 +665,11 @@ def unreachable(url: str, exc: Exception) -> Unreachable:
 def retry_pause(attempt: int) -> float:
     """Seconds to wait before sending a rolled-back request again."""
     return float(0.005 * 2**attempt * random.uniform(0.5, 1.5))
+
+
+def _scratch(graph: Any) -> bool:
+    """Whether a graph is a scratch graph of a staged write (hidden from reads)."""
+    return isinstance(graph, NamedNode) and graph.value.startswith(STAGING_PREFIX)
 
 
 def _with_base(sparql: str, base_iri: str | None) -> str:

@@ -33,6 +33,7 @@ from ..terms import sparql_term
 from .base import Graph, Object, RawResult, Subject
 
 __all__ = [
+    "STAGING_PREFIX",
     "blanks_match",
     "compile_blank_delete",
     "compile_match",
@@ -41,6 +42,7 @@ __all__ = [
     "has_blank",
     "read_answer",
     "solution_row",
+    "staged_edit",
     "to_wire",
 ]
 
@@ -265,6 +267,63 @@ def edit_requests(
     for i in range(0, len(remove), limit):
         requests.append(f"DELETE DATA {{ {_data(remove[i : i + limit], default_graph)} }}")
     return requests
+
+
+#: Scratch graphs of a write staged in parts (``staged_edit``), hidden from rdfmem's reads.
+STAGING_PREFIX = "urn:rdfmem:graph:staging:"
+
+
+def staged_edit(
+    remove: Sequence[Quad],
+    add: Sequence[Quad],
+    *,
+    default_graph: NamedNode | None,
+    limit: int,
+    token: str,
+) -> tuple[list[str], str, list[NamedNode]]:
+    """A write too large for one request (Virtuoso compiles an update to SQL and refuses
+    one of ~1,500 quads), made visible at once: the requests that copy it, ``limit`` quads
+    at a time, into scratch graphs (``STAGING_PREFIX`` + ``token``), and the one update
+    that applies it from there and drops them (``INSERT … WHERE`` and ``DELETE … WHERE``
+    on the scratch graphs: a few lines of SQL however many quads). Quads to remove must
+    hold no blank node; those of one blank node are staged in one request.
+
+    >>> add = [Quad(NamedNode("urn:s"), NamedNode("urn:p"), NamedNode(f"urn:o{i}"),
+    ...     NamedNode("urn:g")) for i in range(3)]
+    >>> parts, apply, scratch = staged_edit([], add, default_graph=None, limit=2, token="t")
+    >>> len(parts), [g.value for g in scratch]
+    (2, ['urn:rdfmem:graph:staging:t:0'])
+    >>> insert, drop = apply.split(" ; ")
+    >>> for part in insert.split(" WHERE "):
+    ...     print(part)
+    INSERT { GRAPH <urn:g> { ?s ?p ?o } }
+    { GRAPH <urn:rdfmem:graph:staging:t:0> { ?s ?p ?o } }
+    >>> drop
+    'DROP SILENT GRAPH <urn:rdfmem:graph:staging:t:0>'
+
+    Raises:
+        InvalidTerm: a quad to remove holds a blank node; a graph named by a blank node.
+    """
+    if any(has_blank(q) for q in remove):
+        raise InvalidTerm("DELETE DATA cannot name a blank node: see compile_blank_delete")
+    scratch: dict[tuple[str, str], NamedNode] = {}
+
+    def stage(verb: str, quad: Quad) -> Quad:
+        target = graph_on_wire(quad.graph_name, default_graph)
+        key = (verb, "" if isinstance(target, DefaultGraph) else sparql_term(target))
+        graph = scratch.get(key)
+        if graph is None:
+            graph = scratch[key] = NamedNode(f"{STAGING_PREFIX}{token}:{len(scratch)}")
+        return Quad(quad.subject, quad.predicate, quad.object, graph)
+
+    staged = [stage("INSERT", q) for q in add] + [stage("DELETE", q) for q in remove]
+    parts = [_insert(chunk, None) for chunk in _chunks(staged, limit)]
+    ops = []
+    for (verb, target), graph in sorted(scratch.items(), key=lambda item: item[0][0] != "INSERT"):
+        into = f"GRAPH {target} {{ ?s ?p ?o }}" if target else "?s ?p ?o"
+        ops.append(f"{verb} {{ {into} }} WHERE {{ GRAPH {sparql_term(graph)} {{ ?s ?p ?o }} }}")
+    ops += [f"DROP SILENT GRAPH {sparql_term(g)}" for g in scratch.values()]
+    return parts, " ; ".join(ops), list(scratch.values())
 
 
 def read_answer(media: str, body: bytes) -> RawResult:

@@ -51,6 +51,7 @@ __all__ = [
     "RawServer",
     "Rdfmem",
     "prebound",
+    "prepare",
     "run_case",
     "run_prebound",
 ]
