@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from rdfmem import RdfStore
 
 # The very server processes the test fixtures start (needs the test extra: pytest).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import OxigraphServer, VirtuosoServer
 
 HERE = Path(__file__).resolve().parent
@@ -297,7 +299,7 @@ def bench_async(urls: tuple[str, str], tasks: int, per_task: int) -> list[str]:
         "",
         f"{total} `update` + `get` pairs on {tasks} keys: {tasks} asyncio tasks on one "
         "event loop (`aupdate` / `aget` on `httpx.AsyncClient`, no thread per call) beside "
-        "8 threads (`update` / `get`). Counts exact afterwards: "
+        "8 threads (`update` / `get`), one client each. Counts exact afterwards: "
         f"{'yes' if exact else 'NO'}.",
         "",
         "| driver | pairs per second |",
@@ -310,13 +312,153 @@ def bench_async(urls: tuple[str, str], tasks: int, per_task: int) -> list[str]:
     ]
 
 
+# -- agent turns: several agent processes on one server ----------------------------------------
+
+
+def agent_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """One agent process: turns for ``budget`` seconds after a warm one."""
+    from bench_agent_loop import text
+
+    from rdfmem import DecisionGraph, Memories, Memory
+    from rdfmem.decisions import Node
+
+    store = RdfStore() if spec["embedded"] else RdfStore.connect(spec["query"], spec["update"])
+    if spec["embedded"]:
+        from bench_agent_loop import preload_rdfmem
+
+        preload_rdfmem(store, spec["stored"], random.Random(spec["stored"]))
+    memories, graph = Memories(store, project="bench"), DecisionGraph(store)
+    rng, me = random.Random(spec["agent"]), f"r{spec['run']}a{spec['agent']}"
+
+    def turn(i: int) -> None:
+        memories.save(Memory("project", f"Agent {me} turn {i} note", text(rng)))
+        memories.search(text(rng, 4), limit=5)
+        node = graph.add_node(Node(id=f"{me}t{i}", type="decision", label=f"{me} turn {i}"))
+        graph.add_edge({"from_id": "n0", "to_id": node.id, "type": "leads_to"})
+        graph.query("active_goals")
+        graph.query("recent_decisions", limit=5)
+        store.update("turns", lambda c: (c or 0) + 1)
+
+    turn(1_000_000)  # warm
+    time.sleep(max(0.0, spec["start_at"] - time.time()))
+    count, started = 0, time.perf_counter()
+    while count < 3 or time.perf_counter() - started < spec["budget"]:
+        turn(count)
+        count += 1
+    seconds = time.perf_counter() - started
+    store.close()
+    return {"turns": count, "seconds": seconds}
+
+
+def run_agents(urls: tuple[str, str], agents: int, stored: int, budget: float) -> list[float]:
+    """Turns per second of each of ``agents`` processes, started together."""
+    specs = [
+        {
+            "query": urls[0],
+            "update": urls[1],
+            "embedded": not urls[0],
+            "agent": a,
+            "run": agents,
+            "stored": stored,
+            "budget": budget,
+            "start_at": time.time() + (30.0 if not urls[0] else 15.0),
+        }
+        for a in range(agents)
+    ]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--agent", json.dumps(spec)], stdout=subprocess.PIPE
+        )
+        for spec in specs
+    ]
+    results = [json.loads(p.communicate()[0]) for p in procs]
+    return [r["turns"] / r["seconds"] for r in results]
+
+
+def bench_agents(urls: tuple[str, str], stored: int, budget: float) -> list[str]:
+    """The agent turn of ``bench_agent_loop.py`` from 1, 2 and 4 agent processes on one
+    Oxigraph server holding ``stored`` memories and decision nodes, beside one agent on
+    the embedded store (in memory) with as many."""
+    from bench_agent_loop import preload_rdfmem
+
+    store = RdfStore.connect(*urls)
+    preload_rdfmem(store, stored, random.Random(stored))
+    store.close()
+    lines = [
+        f"## Agent turns on one Oxigraph server ({stored:,} memories and nodes stored)",
+        "",
+        "One turn = `Memories.save` + `Memories.search(limit=5)` + `DecisionGraph.add_node` + "
+        '`add_edge` + `query("active_goals")` + `query("recent_decisions", limit=5)` + '
+        '`store.update("turns")` (one counter shared by every agent), as in '
+        "`bench_agent_loop.py`; each agent is its own process with its own client, turns "
+        f"for {budget:.0f} s after a warm one, all started together.",
+        "",
+        "| agents | turns/s per agent (each) | turns/s per agent (mean) | turns/s in total |",
+        "|---:|---|---:|---:|",
+    ]
+    for agents in (1, 2, 4):
+        rates = run_agents(urls, agents, stored, budget)
+        each = ", ".join(f"{r:.1f}" for r in rates)
+        lines.append(f"| {agents} | {each} | {sum(rates) / agents:.1f} | {sum(rates):.1f} |")
+    embedded = run_agents(("", ""), 1, stored, budget)[0]
+    lines += [
+        f"| 1, embedded store in memory (no server) | {embedded:.1f} | {embedded:.1f} "
+        f"| {embedded:.1f} |",
+        "",
+    ]
+    return lines
+
+
+AGENTS = {False: (2_000, 20.0), True: (200, 3.0)}  # stored, seconds of turns per agent
+
+
+def only(section: str, quick: bool) -> None:
+    """Run one section on a fresh Oxigraph server and put it in place of its namesake in
+    the results file (appended when it has none)."""
+    tmp = Path(tempfile.mkdtemp(prefix="rdfmem-bench-remote-"))
+    server = OxigraphServer(tmp)
+    server.start()
+    try:
+        urls = (server.query_url, server.update_url)
+        if section == "agents":
+            lines = bench_agents(urls, *AGENTS[quick])
+        else:
+            lines = bench_async(urls, 200, 2 if quick else 5)
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = HERE / "results" / "remote.md"
+    old = out.read_text().split("\n") if out.exists() else []
+    title = lines[0].split("(")[0]
+    start = next((i for i, line in enumerate(old) if line.startswith(title)), None)
+    if start is None:
+        new = [*old[:-1], *lines, ""] if old and old[-1] == "" else [*old, "", *lines]
+    else:
+        end = next((i for i in range(start + 1, len(old)) if old[i].startswith("#")), len(old))
+        new = [*old[:start], *lines, *old[end:]]
+    out.write_text("\n".join(new).rstrip("\n") + "\n")
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a smoke run")
+    parser.add_argument(
+        "--only",
+        choices=("agents", "async"),
+        help="run this section alone and replace it in the results file",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--agent", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
+        return
+    if args.agent:
+        print(json.dumps(agent_worker(json.loads(args.agent))))
+        return
+    if args.only:
+        only(args.only, args.quick)
         return
     n, repeats = (60, 1) if args.quick else (300, 2)
     tmp = Path(tempfile.mkdtemp(prefix="rdfmem-bench-remote-"))
@@ -339,6 +481,7 @@ def main() -> None:
                     counts = (10, 100, 1000) if args.quick else (10, 1000, 10_000)
                     sections += bench_graphs(urls, counts, 5 if args.quick else 15)
                     sections += bench_async(urls, 200, 2 if args.quick else 5)
+                    sections += bench_agents(urls, *AGENTS[args.quick])
             finally:
                 server.stop()
     finally:
@@ -361,7 +504,9 @@ def main() -> None:
             "`set` and `update` hold a lease for their read-modify-write: 3 requests on "
             "Oxigraph server (claim, read claims and entry together, write and release "
             "together), 4 on Virtuoso (whose reads are not snapshots, so the entry is read "
-            "separately).",
+            "separately). Three is the least on a server that does not isolate conditional "
+            "updates (the argument is in `rdfmem/leases.py`); `Memories.save` takes 4 "
+            "(its own read of the old memory is the fourth).",
             "",
             *sections,
         ]

@@ -60,392 +60,83 @@ measured from before its claim was sent, so earlier than the server's own view):
 after that raises ``LeaseExpired`` instead of being sent, and so does a release (after
 deleting the claim all the same).
 
-A key/value read-modify-write (``Leases.exclusive``) costs three requests when nobody else
-wants the key: insert the claim; read the claims, and with them the entry itself when one
-query reads one snapshot (Oxigraph server); send the write and the release together.
+A read-modify-write (``Leases.exclusive``) costs three requests when nobody else wants the
+subject: insert the claim; read the claims, and with them the subject's quads when one
+query reads one snapshot (Oxigraph server); send the write and the release together (a
+write of one request made inside the block waits to travel with the release). The argument
+above is unchanged by that: the write and the claim's deletion commit in one request, so
+the write is made while the claim is held. When the server refuses that request, the
+release is sent again alone. ``restore`` and ``clear_graph`` claim ``EVERY``.
+
+Three is the least on such a server, so no uncontended read-modify-write takes two. An
+update request answers nothing, a query writes nothing, and a server that does not isolate
+``DELETE/INSERT … WHERE`` lets two updates read one state and both write. With two
+requests the last one must write. Were the first a query, the exclusion would rest on the
+second alone, a conditional update: two of those can read the same state (no claim, the
+old entry) and both write, the lost update measured above. Were the first an update (the
+claim), nothing is read after it: the client cannot compute ``fn(old)`` under the claim,
+and cannot learn whether a write made conditional on "no other claim" was applied, so it
+could not return. The claim's insert must be acknowledged before the read that confirms
+it, and the write must follow that read: three requests in a row.
 
 The protocol is written as generators of steps (``Select``, ``Update``, ``Sleep``) with no
-I/O, run by ``run``; tests interleave several of them step by step against a local store.
+I/O (``rdfmem.lease_steps``), run by ``run``; tests interleave several of them step by step
+against a local store.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import re
 import socket
 import threading
 import time
 import uuid
-from calendar import timegm
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from pyoxigraph import Literal, NamedNode
+from pyoxigraph import NamedNode
 
-from .errors import BackingError, LeaseDenied, LeaseExpired
-from .ontology import RDFMEM
-from .terms import sparql_term
+from .errors import BackingError, LeaseExpired, QueryError
+from .lease_steps import (
+    CLAIM_PREFIX,
+    EVERY,
+    Claim,
+    Lease,
+    Pace,
+    Row,
+    Select,
+    Sleep,
+    Steps,
+    Update,
+    acquire,
+    delete_claims,
+    instant,
+    release,
+)
 
 __all__ = [
+    "EVERY",
     "Claim",
     "Lease",
     "Leases",
     "Pace",
+    "Row",
     "Select",
     "Sleep",
+    "Steps",
     "Update",
     "acquire",
     "check",
     "delete_claims",
+    "instant",
     "release",
     "run",
 ]
 
-LEASE_ON = NamedNode(RDFMEM + "leaseOn")
-LEASE_HOLDER = NamedNode(RDFMEM + "leaseHolder")
-LEASE_START = NamedNode(RDFMEM + "leaseStart")
-LEASE_TTL = NamedNode(RDFMEM + "leaseTtl")
-LEASE_TICKET = NamedNode(RDFMEM + "leaseTicket")
-LEASE_SAW = NamedNode(RDFMEM + "leaseSaw")
-CLAIM_PREFIX = "urn:rdfmem:lease:"
-#: The subject of a claim on every subject (``exclusive([])``: ``restore``, ``clear``): it
-#: conflicts with every claim, and every claim with it.
-EVERY = NamedNode("urn:rdfmem:lease-on:every-subject")
 T = TypeVar("T")
-Row: TypeAlias = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Lease:
-    """Exclusive write authority over ``subject`` until ``expires_at``.
-
-    ``expires_at`` is in milliseconds since the epoch, by this machine's clock.
-    """
-
-    token: str
-    expires_at: int
-    subject: str
-
-
-@dataclass
-class Claim:
-    """A claim this client holds: its node, subjects and the local instant it stops."""
-
-    token: str
-    subjects: tuple[NamedNode, ...]
-    label: str
-    deadline: float  # time.monotonic() after which the claim is not trusted any more
-    expires_at: int  # ms since the epoch (wall clock), for the caller
-    #: The subjects' quads as the winning read saw them (``acquire(prefetch=True)``).
-    prefetch: list[Row] | None = None
-
-    @property
-    def node(self) -> NamedNode:
-        return NamedNode(CLAIM_PREFIX + self.token)
-
-    def lease(self) -> Lease:
-        return Lease(self.token, self.expires_at, self.label)
-
-
-@dataclass(frozen=True)
-class Select:
-    """Run a SELECT; the step's reply is its rows (variable name to term)."""
-
-    sparql: str
-
-
-@dataclass(frozen=True)
-class Update:
-    """Run a SPARQL Update."""
-
-    sparql: str
-
-
-@dataclass(frozen=True)
-class Sleep:
-    """Wait before the next step."""
-
-    seconds: float
-
-
-Step: TypeAlias = Select | Update | Sleep
-Steps: TypeAlias = Generator[Step, "list[Row] | None", T]
-
-
-# -- the protocol, as pure step generators --------------------------------------------------
-
-
-def _values(subjects: Sequence[NamedNode]) -> str:
-    return " ".join(sparql_term(s) for s in subjects)
-
-
-def _conflicting(subjects: Sequence[NamedNode]) -> str:
-    """A group binding ``?s`` to every subject a claim on ``subjects`` conflicts with: the
-    subjects and ``EVERY``; any subject at all for a claim on ``EVERY``."""
-    if EVERY in subjects:
-        return ""
-    return f"VALUES ?s {{ {_values([*subjects, EVERY])} }}"
-
-
-def _insert_claim(graph: NamedNode, claim: Claim, holder: str, ttl_ms: int) -> str:
-    # The claim also notes the ticketed claims this very request saw (rm:leaseSaw).
-    g, c = sparql_term(graph), sparql_term(claim.node)
-    on = ", ".join(sparql_term(s) for s in claim.subjects)
-    return (
-        f"INSERT {{ GRAPH {g} {{ {c} {LEASE_ON} {on} ; {LEASE_HOLDER} "
-        f"{sparql_term(Literal(holder))} ; {LEASE_TTL} {int(ttl_ms)} ; "
-        f"{LEASE_START} ?now ; {LEASE_SAW} ?seen . }} }} WHERE {{ BIND(NOW() AS ?now) "
-        f"OPTIONAL {{ GRAPH {g} {{ {_conflicting(claim.subjects)} "
-        f"?seen {LEASE_ON} ?s ; {LEASE_TICKET} ?t . }} }} }}"
-    )
-
-
-def delete_claims(graph: NamedNode, nodes: Sequence[NamedNode]) -> str:
-    """The update deleting the claims ``nodes``."""
-    g = sparql_term(graph)
-    return (
-        f"DELETE {{ GRAPH {g} {{ ?c ?p ?o }} }} WHERE {{ GRAPH {g} {{ "
-        f"VALUES ?c {{ {_values(nodes)} }} ?c ?p ?o }} }}"
-    )
-
-
-def _renew_claim(graph: NamedNode, claim: Claim) -> str:
-    # Only the start moves; a claim deleted meanwhile (taken for dead) stays deleted.
-    g, c = sparql_term(graph), sparql_term(claim.node)
-    return (
-        f"DELETE {{ GRAPH {g} {{ {c} {LEASE_START} ?old }} }} "
-        f"INSERT {{ GRAPH {g} {{ {c} {LEASE_START} ?now }} }} "
-        f"WHERE {{ GRAPH {g} {{ {c} {LEASE_START} ?old }} BIND(NOW() AS ?now) }}"
-    )
-
-
-def _read_claims(
-    graph: NamedNode, subjects: Sequence[NamedNode], me: NamedNode, prefetch: bool = False
-) -> str:
-    # Only rm:leaseOn is required: a claim seen half-written counts as live, ticketless and
-    # blind to us, which can only make a reader wait longer. With ``prefetch``, the same
-    # read also brings the subjects' own quads (?ps ?pp ?po ?pg), saving the holder a read.
-    g = sparql_term(graph)
-    body = (
-        f"{{ GRAPH {g} {{ {_conflicting(subjects)} ?c {LEASE_ON} ?s . "
-        f"OPTIONAL {{ ?c {LEASE_HOLDER} ?holder }} OPTIONAL {{ ?c {LEASE_START} ?start }} "
-        f"OPTIONAL {{ ?c {LEASE_TTL} ?ttl }} OPTIONAL {{ ?c {LEASE_TICKET} ?ticket }} "
-        f"OPTIONAL {{ ?c {LEASE_SAW} ?saw FILTER(?saw = {sparql_term(me)}) }} }} }}"
-    )
-    if prefetch:
-        body += (
-            f" UNION {{ VALUES ?ps {{ {_values(subjects)} }} GRAPH ?pg {{ ?ps ?pp ?po }} "
-            f"FILTER(?pg != {g}) }}"
-        )
-    return (
-        "SELECT ?c ?holder ?start ?ttl ?ticket ?saw ?ps ?pp ?po ?pg (NOW() AS ?now) "
-        f"WHERE {{ {body} }}"
-    )
-
-
-_INSTANT = re.compile(
-    r"^(-?\d{4,})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?$"
-)
-
-
-def instant(text: str) -> float:
-    """Seconds since the epoch of an ``xsd:dateTime`` (no time zone is read as UTC).
-
-    >>> instant("1970-01-01T00:00:01.5Z"), instant("1970-01-01T01:00:00+01:00")
-    (1.5, 0.0)
-
-    Raises:
-        BackingError: the text is not a dateTime.
-    """
-    m = _INSTANT.match(text.strip())
-    if m is None:
-        raise BackingError(f"the server's NOW() is not an xsd:dateTime: {text!r}")
-    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
-    seconds = float(timegm((year, month, day, hour, minute, second, 0, 0, 0)))
-    if m.group(7):
-        seconds += float("0." + m.group(7))
-    zone = m.group(8)
-    if zone and zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        seconds -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
-    return seconds
-
-
-@dataclass
-class _Seen:
-    token: str
-    holder: str = "?"
-    start: float | None = None
-    ttl: float | None = None
-    ticket: int | None = None
-    now: float | None = None
-    saw_me: bool = False
-
-    def dead(self) -> bool:
-        if self.start is None or self.ttl is None or self.now is None:
-            return False  # half-written: live
-        return self.now - self.start >= self.ttl
-
-
-def _seen(rows: Sequence[Row]) -> dict[str, _Seen]:
-    claims: dict[str, _Seen] = {}
-    for row in rows:
-        node = row.get("c")
-        if not isinstance(node, NamedNode) or not node.value.startswith(CLAIM_PREFIX):
-            continue
-        seen = claims.setdefault(node.value[len(CLAIM_PREFIX) :], _Seen(node.value))
-        seen.token = node.value[len(CLAIM_PREFIX) :]
-        try:
-            if isinstance(row.get("holder"), Literal):
-                seen.holder = row["holder"].value
-            if isinstance(row.get("start"), Literal):  # the latest, while being renewed
-                start = instant(row["start"].value)
-                seen.start = start if seen.start is None else max(seen.start, start)
-            if isinstance(row.get("now"), Literal):
-                seen.now = instant(row["now"].value)
-            if isinstance(row.get("ttl"), Literal):
-                seen.ttl = float(row["ttl"].value) / 1000.0
-            if isinstance(row.get("saw"), NamedNode):
-                seen.saw_me = True
-            if isinstance(row.get("ticket"), Literal):
-                ticket = int(row["ticket"].value)
-                seen.ticket = ticket if seen.ticket is None else min(seen.ticket, ticket)
-        except ValueError as exc:
-            raise BackingError(f"malformed lease claim {node.value}: {exc}", cause=exc) from exc
-    return claims
-
-
-def acquire(
-    graph: NamedNode,
-    subjects: Sequence[NamedNode],
-    *,
-    holder: str,
-    ttl_ms: int,
-    max_wait_ms: int,
-    label: str,
-    clock: Callable[[], float] = time.monotonic,
-    wall: Callable[[], float] = time.time,
-    pace: Pace | None = None,
-    prefetch: bool = False,
-    ignore: frozenset[str] = frozenset(),
-) -> Steps[Claim]:
-    """The steps that acquire ``subjects`` (no subjects: every subject); returns the claim
-    held. ``pace`` (how long a holder usually keeps a lease) spaces the polls of a waiting
-    client; claims whose tokens are in ``ignore`` (this client's own) never block it.
-
-    Raises:
-        LeaseDenied: another holder kept a subject past ``max_wait_ms``.
-    """
-    subjects = tuple(sorted(set(subjects), key=lambda s: s.value)) or (EVERY,)
-    prefetch = prefetch and EVERY not in subjects
-    ttl_ms = max(1, int(ttl_ms))
-    give_up = clock() + max(0, max_wait_ms) / 1000.0
-    margin = min(ttl_ms / 5000.0, 1.0)
-    pace = pace or Pace()
-    while True:
-        started, started_wall = clock(), wall()
-        claim = Claim(
-            token=uuid.uuid4().hex,
-            subjects=subjects,
-            label=label,
-            deadline=started + ttl_ms / 1000.0 - margin,
-            expires_at=int(started_wall * 1000) + ttl_ms,
-        )
-        yield Update(_insert_claim(graph, claim, holder, ttl_ms))
-        ticket: int | None = None
-        ahead: frozenset[str] = frozenset()
-        moved = clock()
-        while True:
-            rows = yield Select(_read_claims(graph, subjects, claim.node, prefetch))
-            claims = _seen(rows or [])
-            mine = claims.pop(claim.token, None)
-            for token in ignore:
-                claims.pop(token, None)
-            dead = [NamedNode(CLAIM_PREFIX + t) for t, c in claims.items() if c.dead()]
-            live = [c for c in claims.values() if not c.dead()]
-            if mine is None or mine.dead():
-                # Our own claim was taken for dead (we were slower than its ttl): retract
-                # it and start again with a new one.
-                yield Update(delete_claims(graph, [claim.node]))
-                break
-            if prefetch:
-                claim.prefetch = [r for r in rows or [] if "ps" in r]
-            if not live:
-                if dead:
-                    yield Update(delete_claims(graph, dead))
-                return claim
-            if ticket is None:
-                ticket = 1 + max((c.ticket or 0 for c in live), default=0)
-                write = (
-                    f"INSERT DATA {{ GRAPH {sparql_term(graph)} {{ {sparql_term(claim.node)} "
-                    f"{LEASE_TICKET} {ticket} }} }}"
-                )
-                if dead:
-                    write += " ; " + delete_claims(graph, dead)
-                yield Update(write)
-                continue  # the bakery needs a read after the ticket is written
-            blockers = [
-                c
-                for c in live
-                if (c.ticket is None and not c.saw_me)
-                or (c.ticket is not None and (c.ticket, c.token) < (ticket, claim.token))
-            ]
-            if dead:
-                yield Update(delete_claims(graph, dead))
-            if not blockers:
-                return claim
-            now = clock()
-            if now >= give_up:
-                yield Update(delete_claims(graph, [claim.node]))
-                holding = min(blockers, key=lambda c: (c.ticket is not None, c.ticket or 0))
-                raise LeaseDenied(
-                    f"lease on {label!r} is held by {holding.holder}; gave up after "
-                    f"{max_wait_ms} ms",
-                    subject=label,
-                    holder=holding.holder,
-                )
-            if now - started > ttl_ms / 3000.0:
-                # A long wait: renew our claim's start, so it stays live and, once we
-                # hold it, still has most of its ttl ahead.
-                started, started_wall = now, wall()
-                yield Update(_renew_claim(graph, claim))
-                claim.deadline = started + ttl_ms / 1000.0 - margin
-                claim.expires_at = int(started_wall * 1000) + ttl_ms
-            # Poll about when the line should have moved: soon when next, later further
-            # back, and less and less often while a holder keeps its lease long.
-            tokens = frozenset(c.token for c in blockers)
-            if tokens != ahead:
-                ahead, moved = tokens, now
-            pause = pace.hold * (len(blockers) - 0.5)
-            if now - moved > 4 * pace.hold:
-                pause = max(pause, (now - moved) / 4)
-            pause = min(max(pause, 0.0005), 0.05, give_up - now)
-            yield Sleep(pause * random.uniform(0.8, 1.2))
-        if clock() >= give_up:
-            raise LeaseDenied(
-                f"lease on {label!r}: our claim outlived its ttl of {ttl_ms} ms before it "
-                "could be confirmed; use a longer ttl",
-                subject=label,
-                holder=holder,
-            )
-
-
-@dataclass
-class Pace:
-    """How long this client's leases are usually held (a moving average, in seconds)."""
-
-    hold: float = 0.005
-
-    def held(self, seconds: float) -> None:
-        self.hold = min(1.0, max(0.0005, 0.8 * self.hold + 0.2 * seconds))
-
-
-def release(graph: NamedNode, claim: Claim) -> Steps[None]:
-    """The step that gives a claim up (deleting it; idempotent)."""
-    yield Update(delete_claims(graph, [claim.node]))
 
 
 class Wire(Protocol):
@@ -657,9 +348,22 @@ class Leases:
         if section.own is not None:
             parts.append(delete_claims(self.graph, [section.own.node]))
         if parts:
-            self.wire.send_update(" ; ".join(parts))
+            try:
+                self.wire.send_update(" ; ".join(parts))
+            except (QueryError, BackingError):
+                # The server refused the deferred write (all of the request, the release
+                # with it): release alone, so others need not wait for the claim's ttl.
+                if section.own is not None and len(parts) > 1:
+                    self.wire.send_update(parts[-1])
+                raise
         if expired is not None and raise_expired:
             raise expired
+
+    def deferring(self) -> bool:
+        """True inside an ``exclusive`` block of this thread that holds its own claim: a
+        write of one request then travels with the release (``write``)."""
+        stack: list[_Section] = self._active.__dict__.get("stack", [])
+        return bool(stack) and stack[-1].own is not None
 
     def write(self, requests: Sequence[str]) -> None:
         """Send updates, checking first that every lease this thread writes under holds.

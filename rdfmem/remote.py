@@ -8,10 +8,19 @@ Several agents, processes or machines share one memory by connecting to one serv
     ...                                              # others' writes to "run-abc" wait
     store.release_lease(lease)
 
-The asyncio twins of ``get``, ``has``, ``set``, ``update`` and ``delete`` (and the lease
-and health calls) run on an ``httpx.AsyncClient``: one event loop drives hundreds of
-concurrent calls without a thread each; the lease protocol is the same generator of steps,
-run by ``arun`` instead of ``run``. The other ``a*`` twins run the sync call on a thread.
+The asyncio twins of ``get``, ``has``, ``set``, ``update`` and ``delete`` run on an
+``httpx.AsyncClient`` (over ``rdfmem.remote_http.LeanTransport`` for ``http://`` URLs, which
+costs the client about half the CPU of httpx's default async transport): one event loop
+drives hundreds of concurrent calls without a thread each, at most ``_CONNECTIONS``
+requests in flight; the lease protocol is the same generator of steps, run by ``arun``
+instead of ``run``. The other ``a*`` twins run the sync call on a thread.
+
+Writes under leases: a write of one request made inside an ``exclusive`` block that took
+its own lease (``Memories.save``'s update, a key/value write) travels with the lease's
+release, in one request; ``clear_graph`` is one ``CLEAR`` request under a lease on every
+subject; ``restore`` replaces the entries in one request under the same lease (a write
+too large for one Virtuoso request is staged first: ``SparqlBackend``). A request is all
+or nothing on the server, also when the server is killed while it runs.
 
 Everything ``RdfStore`` offers works unchanged (see ``rdfmem.backends.sparql`` for what
 "the default graph" and blank nodes mean on a server, and ``rdfmem.leases`` for why the
@@ -28,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from pyoxigraph import NamedNode, Quad, QuerySolutions
+from pyoxigraph import DefaultGraph, NamedNode, Quad, QuerySolutions, Store, Variable
 
 from .backends.sparql import (
     LEASE_GRAPH_IRI,
@@ -36,10 +45,11 @@ from .backends.sparql import (
     compile_match,
     edit_requests,
     retry_pause,
+    to_wire,
     unreachable,
 )
-from .backends.sparql_text import log_change
-from .errors import BackingError, InvalidValue
+from .backends.sparql_text import DEFAULT_GRAPH_LABEL, log_change
+from .errors import BackingError, InvalidTerm, InvalidValue
 from .keys import decode_value, encode_value
 from .leases import (
     Claim,
@@ -54,11 +64,15 @@ from .leases import (
     delete_claims,
     release,
 )
+from .remote_http import LeanTransport
 from .store import RdfStore
+from .terms import sparql_term, to_graph
+from .triples import refuse_network
 
 __all__ = ["Endpoint", "Lease", "RemoteStore"]
 
-_CONNECTIONS = 8  # requests in flight at once from one event loop
+_CONNECTIONS = 16  # requests in flight at once from one event loop
+_DEFERRED_MAX = 256 * 1024  # characters of an update that may wait for a lease's release
 
 
 @dataclass(frozen=True)
@@ -186,6 +200,67 @@ class RemoteStore(RdfStore):
         """True when the server answers within ``timeout_ms``; never raises."""
         return self.backend.health(timeout_ms)
 
+    def sparql_update(
+        self, sparql: str, *, base_iri: str | None = None, allow_network: bool = False
+    ) -> None:
+        """``RdfStore.sparql_update``; inside an ``exclusive`` block that took its own lease,
+        an update Oxigraph parses travels with the lease's release, in one request (a domain
+        write, ``Memories.save``, then costs one request less): it is sent when the block
+        ends, or before any read in between, and its errors are raised from there.
+
+        Raises:
+            NetworkAccessRefused, QueryError: as ``RdfStore.sparql_update``.
+        """
+        backend = self.backend
+        if (
+            base_iri is not None
+            or allow_network
+            or not backend.leases.deferring()
+            or not _parses(sparql)
+        ):
+            super().sparql_update(sparql, base_iri=base_iri, allow_network=allow_network)
+            return
+        refuse_network(sparql)
+        parts = [sparql + "\n"]  # a trailing comment must not swallow what follows
+        if backend.change_log:  # a change of unknown scope, as ``backend.update`` logs it
+            parts.append(log_change(backend.change_graph, uuid.uuid4().hex, None))
+        with backend.lock:
+            try:
+                backend.leases.write([" ; ".join(parts)])
+            finally:
+                self._wrote()
+
+    def clear_graph(self, graph: Any) -> None:
+        """Remove every triple of one graph (``DefaultGraph()`` for the default graph): one
+        ``CLEAR`` request, under a lease on every subject (so no key/value read-modify-write
+        of any client runs across it), with the release and the change record in it.
+
+        Raises:
+            InvalidTerm: ``graph`` is not a graph, or is the lease graph.
+            LeaseDenied: another client held a lease longer than ``lease_wait_ms``.
+            Unreachable: the server did not answer.
+        """
+        name = to_graph(graph)
+        if isinstance(name, Variable):
+            raise InvalidTerm("clear_graph needs a graph, not a variable")
+        backend = self.backend
+        wire = to_wire(name, backend.default_graph)
+        if wire == backend.lease_graph:
+            raise InvalidTerm("the lease graph is not cleared by clear_graph")
+        if isinstance(wire, DefaultGraph):
+            parts = ["CLEAR SILENT DEFAULT"]
+            label = DEFAULT_GRAPH_LABEL
+        else:
+            parts = [f"CLEAR SILENT GRAPH {sparql_term(wire)}"]
+            label = wire.value
+        if backend.change_log:
+            parts.append(log_change(backend.change_graph, uuid.uuid4().hex, [label]))
+        with backend.exclusive([]), backend.lock:
+            try:
+                backend.leases.write([" ; ".join(parts)])
+            finally:
+                self._wrote()
+
     async def aacquire_lease(self, subject: str, ttl_ms: int, max_wait_ms: int) -> Lease:
         """Async ``acquire_lease``."""
         lease: Lease = await self._run_async(self.acquire_lease, subject, ttl_ms, max_wait_ms)
@@ -209,13 +284,14 @@ class RemoteStore(RdfStore):
             raise BackingError("this remote store is closed", cause=None)
         loop = asyncio.get_running_loop()
         if self._aclient is None or self._aloop is not loop:
+            limits = httpx.Limits(
+                max_connections=_CONNECTIONS, max_keepalive_connections=_CONNECTIONS
+            )
             self._aclient = httpx.AsyncClient(
                 auth=backend.client.auth,
                 timeout=backend.client.timeout,
                 headers=backend.client.headers,
-                limits=httpx.Limits(
-                    max_connections=_CONNECTIONS, max_keepalive_connections=_CONNECTIONS
-                ),
+                transport=LeanTransport(httpx.AsyncHTTPTransport(limits=limits)),
             )
             self._aloop = loop
             # At most this many requests in flight: more wait here, in a queue that costs
@@ -396,6 +472,18 @@ class RemoteStore(RdfStore):
         ns = f", namespace={self.namespace!r}" if self.namespace else ""
         region = f", region={self.endpoint.region!r}" if self.endpoint.region else ""
         return f"RemoteStore({self.endpoint.url!r}{region}{ns})"
+
+
+def _parses(sparql: str) -> bool:
+    """Whether Oxigraph runs ``sparql`` as an update (on an empty store in memory): only
+    such an update is deferred, so that a malformed one fails where it is made."""
+    if len(sparql) > _DEFERRED_MAX or sparql.rstrip().endswith(";"):
+        return False
+    try:
+        Store().update(sparql)
+    except (SyntaxError, OSError, ValueError, RuntimeError):
+        return False
+    return True
 
 
 async def _closing_at_shutdown(client: httpx.AsyncClient) -> AsyncIterator[None]:

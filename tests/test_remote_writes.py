@@ -1,0 +1,132 @@
+"""Remote writes under leases: ``clear_graph`` in one request under a lease on every
+subject, and a write made inside a leased block sent with the lease's release.
+
+On real Oxigraph server and Virtuoso (``tests/servers.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from pyoxigraph import DefaultGraph
+from servers import Server
+
+from rdfmem import BackingError, LeaseDenied, Memories, Memory, QueryError
+from rdfmem.remote import RemoteStore
+
+EX = "http://example.org/"
+
+
+@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
+def server(request: pytest.FixtureRequest) -> Server:
+    srv: Server = request.getfixturevalue(request.param)
+    srv.wipe()
+    return srv
+
+
+@pytest.fixture
+def store(server: Server) -> Iterator[RemoteStore]:
+    st = server.connect()
+    yield st
+    st.close()
+
+
+def _counting(store: RemoteStore) -> list[bytes]:
+    sent: list[bytes] = []
+    store.backend.client.event_hooks["request"].append(lambda r: sent.append(r.read()))
+    return sent
+
+
+def _no_claims(server: Server) -> bool:
+    response = httpx.post(
+        server.query_url,
+        data={"query": "ASK { GRAPH <urn:rdfmem:graph:leases> { ?s ?p ?o } }"},
+        headers={"Accept": "application/sparql-results+json"},
+    )
+    response.raise_for_status()
+    return not response.json()["boolean"]
+
+
+def test_clear_graph_is_one_request_whatever_the_graph_holds(store: RemoteStore) -> None:
+    lines = "\n".join(f'<{EX}s{i}> <{EX}p> "{i}" .' for i in range(3_000))
+    store.load(lines, "ntriples", graph=EX + "big")
+    store.assert_(EX + "a", EX + "p", "kept", graph=EX + "other")
+    store.assert_(EX + "d", EX + "p", "default")
+    store.set("k", 1)
+    sent = _counting(store)
+    store.clear_graph(EX + "big")
+    # The lease's claim, its read, then CLEAR with the release: three, not 3,000 quads.
+    assert len(sent) == 3
+    assert b"CLEAR" in sent[-1]
+    assert store.count(graph=EX + "big") == 0
+    assert store.count(graph=EX + "other") == 1
+    assert store.get("k") == 1
+    store.clear_graph(DefaultGraph())
+    assert store.count(graph=DefaultGraph()) == 0
+    assert store.count(graph=EX + "other") == 1
+    store.clear_graph(EX + "never-written")  # nothing there: no error
+
+
+def test_clear_graph_waits_for_a_lease_another_client_holds(server: Server) -> None:
+    holder = server.connect()
+    clearer = server.connect(lease_wait_ms=300)
+    holder.assert_(EX + "a", EX + "p", "x", graph=EX + "g")
+    lease = holder.acquire_lease("job", 10_000, 0)
+    with pytest.raises(LeaseDenied):
+        clearer.clear_graph(EX + "g")  # a lease on every subject waits for "job"
+    assert holder.count(graph=EX + "g") == 1
+    holder.release_lease(lease)
+    clearer.clear_graph(EX + "g")
+    assert holder.count(graph=EX + "g") == 0
+    assert _no_claims(server)
+    holder.close()
+    clearer.close()
+
+
+def test_the_lease_graph_is_not_cleared(store: RemoteStore) -> None:
+    with pytest.raises(ValueError, match="lease graph"):
+        store.clear_graph("urn:rdfmem:graph:leases")
+
+
+def test_a_save_sends_its_write_with_the_release(server: Server, store: RemoteStore) -> None:
+    memories = Memories(store, project="p")
+    memories.save(Memory("project", "First note", "warm"))
+    sent = _counting(store)
+    memories.save(Memory("project", "Second note", "about deploys"))
+    # Claim; claims read with the subject's quads; the memory's old triples; the write,
+    # its change record and the release in one request.
+    assert len(sent) == 4
+    assert b"INSERT+DATA" in sent[-1] and b"DELETE" in sent[-1]
+    other = server.connect(lease_wait_ms=0)
+    assert Memories(other, project="p").read("project", "Second note").content == ("about deploys")
+    assert _no_claims(server)
+    other.close()
+
+
+def test_a_malformed_update_in_a_leased_block_fails_at_once(
+    server: Server, store: RemoteStore
+) -> None:
+    with store.exclusive(EX + "r"):
+        with pytest.raises(QueryError):
+            store.sparql_update("INSERT DATA { <urn:a> <urn:b> ")  # sent now, not deferred
+        store.sparql_update(f"INSERT DATA {{ GRAPH <{EX}g> {{ <{EX}r> <{EX}p> 1 }} }} # c")
+        assert store.count(graph=EX + "g") == 1  # a read sends the deferred write first
+    assert _no_claims(server)
+
+
+def test_a_deferred_write_the_server_refuses_still_releases(server: Server) -> None:
+    store = server.connect()
+    other = server.connect(lease_wait_ms=0)
+    store.assert_(EX + "a", EX + "p", "x", graph=EX + "g")
+    # Fine on the empty store it is checked on (so it waits for the release), refused by
+    # the server, where the graph exists: the release is sent again on its own.
+    with pytest.raises((QueryError, BackingError)), store.exclusive(EX + "r"):
+        store.sparql_update(f"CREATE GRAPH <{EX}g>")
+    with other.exclusive(EX + "r"):  # released: no wait
+        pass
+    assert _no_claims(server)
+    assert store.count(graph=EX + "g") == 1
+    store.close()
+    other.close()
