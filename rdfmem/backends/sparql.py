@@ -67,7 +67,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, suppress
+from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
@@ -79,7 +79,7 @@ from pyoxigraph import (
     QuerySolutions,
 )
 
-from ..errors import BackingError, InvalidTerm, QueryError, RdfMemError, Unreachable
+from ..errors import BackingError, InvalidTerm, QueryError, Unreachable
 from ..leases import Leases
 from ..terms import sparql_term
 from .base import Backend, Graph, Object, RawResult, Subject
@@ -97,16 +97,15 @@ from .sparql_text import (
 from .sparql_wire import (
     STAGING_PREFIX,
     blanks_match,
-    compile_blank_delete,
     compile_match,
     edit_requests,
     graph_on_wire,
     has_blank,
     read_answer,
     solution_row,
-    staged_edit,
     to_wire,
 )
+from .sparql_writes import blank_deletes, drop, stage
 
 __all__ = [
     "CHANGE_GRAPH_IRI",
@@ -506,11 +505,11 @@ class SparqlBackend(Backend):
         plain = [q for q in remove if not has_blank(q)]
         scratch: list[NamedNode] = []
         if limit is not None and len(plain) + len(add) > limit:
-            scratch, requests = self._stage(plain, add, limit)
+            scratch, requests = stage(self, plain, add, limit)
         else:
             requests = edit_requests(plain, add, default_graph=self.default_graph)
         try:
-            deletes = self._blank_deletes([q for q in remove if has_blank(q)])
+            deletes = blank_deletes(self, [q for q in remove if has_blank(q)])
             if deletes:  # with the write: one request
                 requests[:1] = [" ; ".join(deletes + requests[:1])]
             if requests and self.change_log:
@@ -526,67 +525,8 @@ class SparqlBackend(Backend):
                 requests[-1] = f"{requests[-1]} ; {change}"
             self.leases.write(requests)
         except BaseException:
-            self._drop(scratch)  # the write did not happen: leave no scratch graph behind
+            drop(self, scratch)  # the write did not happen: leave no scratch graph behind
             raise
-
-    def _stage(
-        self, remove: Sequence[Quad], add: Sequence[Quad], limit: int
-    ) -> tuple[list[NamedNode], list[str]]:
-        """Copy a write too large for one request into scratch graphs (``staged_edit``);
-        the one request that applies it."""
-        parts, apply, scratch = staged_edit(
-            remove, add, default_graph=self.default_graph, limit=limit, token=uuid.uuid4().hex
-        )
-        self.leases.flush()
-        try:
-            for part in parts:
-                self.send_update(part)
-        except BaseException:
-            self._drop(scratch)
-            raise
-        return scratch, [apply]
-
-    def _drop(self, scratch: Sequence[NamedNode]) -> None:
-        """Drop scratch graphs, as far as the server answers (never raises)."""
-        if scratch:
-            with suppress(RdfMemError):
-                self.send_update(" ; ".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in scratch))
-
-    def _blank_deletes(self, quads: Sequence[Quad]) -> list[str]:
-        """The updates removing quads that hold blank nodes, by pattern: each pattern's
-        blank nodes on the server must all be among ``quads`` (quads not there are left).
-
-        Raises:
-            InvalidTerm: other blank nodes match a quad's pattern too, so no SPARQL
-                update can remove the quad alone.
-        """
-        removing = set(quads)
-        deletes: dict[str, None] = {}
-        for quad in quads:
-            ask, delete = compile_blank_delete(quad, default_graph=self.default_graph)
-            if delete in deletes:
-                continue
-            rows = self.select_rows(ask)
-            if not any(blanks_match(r, quad.subject, quad.object) for r in rows):
-                continue
-            others = [
-                r
-                for r in rows
-                if Quad(
-                    r.get("s", quad.subject),
-                    quad.predicate,
-                    r.get("o", quad.object),
-                    quad.graph_name,
-                )
-                not in removing
-            ]
-            if others:
-                raise InvalidTerm(
-                    f"cannot remove {quad}: {len(rows)} blank nodes on the server match it, "
-                    "and SPARQL cannot name one of them (give such nodes IRIs)"
-                )
-            deletes[delete] = None
-        return list(deletes)
 
     def changes_since(
         self,
