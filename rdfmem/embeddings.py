@@ -35,7 +35,7 @@ import re
 import unicodedata
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -45,6 +45,7 @@ from pyoxigraph import Literal, NamedNode
 
 from .errors import InvalidValue
 from .index import IndexHub, VectorSet, indexes
+from .index.follow import follower
 from .ontology import RDFMEM
 from .terms import sparql_term
 
@@ -324,7 +325,9 @@ class VectorIndex:
     index hub, shared by every ``VectorIndex`` of those graphs: writes made inside
     ``writing`` change it row by row in their critical section; any other write to the
     graphs (or of unknown scope) makes it load every vector again with one query before the
-    next search. A shared remote store is read afresh at every search.
+    next search. A remote store is shared: with the change log on, its vectors are kept
+    here too and the next search fetches what other clients changed
+    (``rdfmem.index.follow``); without it every search reads every vector again.
     """
 
     def __init__(self, store: RdfStore, predicate: NamedNode = EMBEDDING) -> None:
@@ -340,7 +343,10 @@ class VectorIndex:
             return []
         names = tuple(dict.fromkeys(g.value for g in graphs))
         hub = indexes(self.store)
-        if hub is None:
+        remote = follower(self.store, self.predicate) if hub is None else None
+        if remote is not None:  # a server keeping the change log: fetch what changed
+            hits = remote.search(names, query, limit, self._graph_entries, self._subject_entries)
+        elif hub is None:
             vectors = VectorSet(names, self.predicate.value, approximate=False)
             vectors.rebuild(self._entries(graphs))
             hits = vectors.search(query, limit)
@@ -369,15 +375,20 @@ class VectorIndex:
         return vectors
 
     @contextmanager
-    def writing(self, graph: NamedNode) -> Iterator[VectorWrite]:
+    def writing(self, graph: NamedNode, *subjects: NamedNode) -> Iterator[VectorWrite]:
         """Make a write to ``graph`` and say what it did to vectors (``put``/``remove`` on
         the object yielded): the vector sets covering ``graph`` that were fresh before it
         are changed accordingly when the block ends without an error, under the write lock.
+        On a remote store, the updates sent inside the block are recorded in the change log
+        as changing only ``subjects`` of ``graph`` (when given), so other clients fetch just
+        those again.
         """
         change = VectorWrite()
         hub = indexes(self.store)
         if hub is None:
-            yield change
+            scope = getattr(self.store.backend, "scope", None)
+            with scope(graph, subjects) if scope is not None and subjects else nullcontext():
+                yield change
             return
         with hub.writing([graph.value]):
             sets = [
@@ -394,10 +405,21 @@ class VectorIndex:
                         vectors.put(graph.value, subject.value, vector)
                 vectors.seen = self.store.backend.generation
 
-    def _entries(self, graphs: Sequence[NamedNode]) -> Iterator[tuple[str, str, Vector]]:
+    def _graph_entries(self, graphs: Sequence[str]) -> Iterator[tuple[str, str, Vector]]:
+        return self._entries([NamedNode(g) for g in graphs])
+
+    def _subject_entries(
+        self, graph: str, subjects: Sequence[str]
+    ) -> Iterator[tuple[str, str, Vector]]:
+        values = " ".join(sparql_term(NamedNode(s)) for s in subjects)
+        return self._entries([NamedNode(graph)], f"VALUES ?s {{ {values} }} ")
+
+    def _entries(
+        self, graphs: Sequence[NamedNode], only: str = ""
+    ) -> Iterator[tuple[str, str, Vector]]:
         values = " ".join(sparql_term(g) for g in graphs)
         rows = self.store.query(
-            f"SELECT ?g ?s ?v WHERE {{ VALUES ?g {{ {values} }} "
+            f"SELECT ?g ?s ?v WHERE {{ VALUES ?g {{ {values} }} {only}"
             f"GRAPH ?g {{ ?s {sparql_term(self.predicate)} ?v }} }}"
         )
         for row in rows:  # type: ignore[union-attr]

@@ -237,7 +237,7 @@ class Generalisations:
             GeneralisationNotFound: no generalisation has that id in this group.
         """
         subject = self.subject(id)
-        with self.store.exclusive(subject), self._index.writing(self.graph) as vectors:
+        with self.store.exclusive(subject), self._index.writing(self.graph, subject) as vectors:
             if not self._exists(subject):
                 raise GeneralisationNotFound(f"no generalisation {id!r} in group {self.group_id!r}")
             self.store.sparql_update(self._delete_request(subject))
@@ -247,7 +247,7 @@ class Generalisations:
         subject = self.subject(g.id)
         vector = self.embedder.embed([g.content])[0]
         now = datetime.now(timezone.utc)
-        with self.store.exclusive(subject), self._index.writing(self.graph) as vectors:
+        with self.store.exclusive(subject), self._index.writing(self.graph, subject) as vectors:
             old = self._read([subject]).get(subject.value)
             if old is None and must_exist:
                 raise GeneralisationNotFound(

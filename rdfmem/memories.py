@@ -300,7 +300,7 @@ class Memories:
                 f"{self.embedder.dimension}: search compares vectors of one model only"
             )
         literal = vector_literal(embeddings)
-        with self.store.exclusive(subject), self._index.writing(graph) as vectors:
+        with self.store.exclusive(subject), self._index.writing(graph, subject) as vectors:
             old = self._read([(graph, subject)]).get(subject.value)
             if old is not None and old.title != memory.title:
                 raise InvalidTitle(
@@ -343,7 +343,7 @@ class Memories:
         """
         graph = self.graph(scope)
         subject = self._subject(scope, title_to_slug(title))
-        with self.store.exclusive(subject), self._index.writing(graph) as vectors:
+        with self.store.exclusive(subject), self._index.writing(graph, subject) as vectors:
             if not self._exists(graph, subject):
                 raise MemoryNotFound(f"no {scope} memory titled {title!r}")
             self.store.sparql_update(_delete_request(graph, subject))

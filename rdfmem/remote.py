@@ -222,8 +222,8 @@ class RemoteStore(RdfStore):
             return
         refuse_network(sparql)
         parts = [sparql + "\n"]  # a trailing comment must not swallow what follows
-        if backend.change_log:  # a change of unknown scope, as ``backend.update`` logs it
-            parts.append(log_change(backend.change_graph, uuid.uuid4().hex, None))
+        if backend.change_log:  # as ``backend.update`` logs it (its ``scope``, if declared)
+            parts.append(backend.change_record())
         with backend.lock:
             try:
                 backend.leases.write([" ; ".join(parts)])

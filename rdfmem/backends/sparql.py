@@ -64,10 +64,11 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import httpx
@@ -232,6 +233,7 @@ class SparqlBackend(Backend):
         self._closed = False
         self._default_known = default_graph is not None
         self._pruned_at = 0.0  # the server time this client last pruned the change log
+        self._scope = threading.local()  # what this thread's raw updates touch (``scope``)
 
     @property
     def default_graph(self) -> NamedNode | None:
@@ -400,11 +402,41 @@ class SparqlBackend(Backend):
         dataset parameter is added (Virtuoso reads ``default-graph-uri`` on an update as a
         dataset that hides every named graph from its ``WHERE``)."""
         self.leases.flush()
+        if self.change_log and self.declared():
+            # rdfmem's own text, whose graph and subjects its caller declared: the record
+            # goes in the same request, so it commits with the write or not at all.
+            self.send_update(f"{_with_base(sparql, base_iri)}\n;\n{self.change_record()}")
+            return
         self.send_update(_with_base(sparql, base_iri))
         # Logged right after, as a change of unknown scope: readers then read everything
         # again (a client that dies between the two requests leaves it unlogged).
         if self.change_log:
-            self.send_update(log_change(self.change_graph, uuid.uuid4().hex, None))
+            self.send_update(self.change_record())
+
+    def declared(self) -> bool:
+        """True inside this thread's ``scope`` block."""
+        return getattr(self._scope, "touches", None) is not None
+
+    def change_record(self) -> str:
+        """The change-log operation for an update this thread sends now: the graph and
+        subjects of its ``scope`` block, or a change of unknown scope outside one."""
+        scope: tuple[str, list[NamedNode]] | None = getattr(self._scope, "touches", None)
+        if scope is None:
+            return log_change(self.change_graph, uuid.uuid4().hex, None)
+        return log_change(self.change_graph, uuid.uuid4().hex, [scope[0]], scope[1])
+
+    @contextmanager
+    def scope(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> Iterator[None]:
+        """Declare that the updates this thread sends inside the block change only
+        ``subjects`` of ``graph`` (rdfmem's domain writes do; never wrap caller text). With
+        the change log on, each is then recorded with that scope in its own request, so a
+        reader fetches those subjects again instead of everything."""
+        before = getattr(self._scope, "touches", None)
+        self._scope.touches = (graph.value, list(subjects))
+        try:
+            yield
+        finally:
+            self._scope.touches = before
 
     def send_update(self, sparql: str, extra: Mapping[str, str] | None = None) -> None:
         """Send an update exactly as written (``extra``: protocol parameters)."""

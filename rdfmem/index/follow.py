@@ -1,0 +1,160 @@
+"""The vectors of a remote store, kept in this process and fresh by the server's change log.
+
+A remote store is shared: other clients write to the server. With the change log on
+(``RdfStore.connect(..., change_log=True)`` on every client that writes), every rdfmem
+write records, in the same request, the graph and the subjects it changed; a memory write
+names its one subject. A ``Follower`` keeps one ``VectorSet`` per graph and, before each
+search, asks the server what changed since it last looked (one small query), then fetches
+only the vectors of the subjects named there. A graph changed in a way not listed subject
+by subject (a large write, ``clear_graph``) is read again whole; a change of unknown scope
+(a raw ``sparql_update`` through rdfmem, a pruned log, the first look) reads every graph
+again.
+
+**The rule.** A search never misses an rdfmem write that returned before the search began
+(``SparqlBackend.changes_since`` says why). Writes by other SPARQL clients are not in the
+log: a search sees them once ``max_age_s`` has passed since its graphs were last read
+whole (every graph is then read again), or at once after ``refresh(store)``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from numpy.typing import NDArray
+from pyoxigraph import NamedNode
+
+from .vectors import VectorSet
+
+if TYPE_CHECKING:
+    from ..store import RdfStore
+
+__all__ = ["Follower", "follower", "refresh"]
+
+#: ``(graph, subject, vector)`` of stored vectors.
+Entries = Iterator[tuple[str, str, NDArray[Any]]]
+_ATTRIBUTE = "_rdfmem_followers"
+_make_lock = threading.Lock()
+
+
+class Follower:
+    """The vectors of one predicate on a remote store, graph by graph, with the change-log
+    cursor that keeps them fresh. Thread-safe: one search at a time refreshes and reads."""
+
+    def __init__(self, backend: Any, predicate: str, max_age_s: float | None = 60.0) -> None:
+        self.backend = backend
+        self.predicate = predicate
+        self.max_age_s = max_age_s
+        self.lock = threading.Lock()
+        self.cursor: Any = None
+        self.sets: dict[str, VectorSet] = {}
+        self.read_at: dict[str, float] = {}  # when each graph was last read whole
+        self.pending: dict[str, set[str]] = {}  # subjects to fetch again, by graph
+
+    def search(
+        self,
+        graphs: Sequence[str],
+        query: NDArray[Any],
+        limit: int,
+        read_graphs: Callable[[Sequence[str]], Entries],
+        read_subjects: Callable[[str, Sequence[str]], Entries],
+    ) -> list[tuple[str, str, float]]:
+        """``(graph, subject, score)`` of the best ``limit`` vectors of ``graphs``, after
+        following the change log. ``read_graphs`` reads every vector of some graphs,
+        ``read_subjects`` those of some subjects of one graph."""
+        with self.lock:
+            self._follow()
+            now = time.monotonic()
+            stale = [g for g in graphs if g not in self.sets or self._old(g, now)]
+            if stale:
+                self._read_whole(stale, read_graphs(stale), now)
+            for graph in graphs:
+                wanted = self.pending.pop(graph, None)
+                if wanted:
+                    self._read_some(graph, sorted(wanted), read_subjects)
+            hits = [h for g in dict.fromkeys(graphs) for h in self.sets[g].search(query, limit)]
+        return sorted(hits, key=lambda h: (-h[2], h[1], h[0]))[:limit]
+
+    def forget(self) -> None:
+        """Read every graph again at the next search."""
+        with self.lock:
+            self.sets.clear()
+            self.read_at.clear()
+            self.pending.clear()
+
+    def _old(self, graph: str, now: float) -> bool:
+        return self.max_age_s is not None and now - self.read_at[graph] > self.max_age_s
+
+    def _follow(self) -> None:
+        changes = self.backend.changes_since(self.cursor)
+        self.cursor = changes.cursor
+        if changes.everything:
+            self.sets.clear()
+            self.pending.clear()
+            return
+        for graph in changes.whole:
+            label = getattr(graph, "value", None)
+            if label is not None:
+                self.sets.pop(label, None)
+                self.pending.pop(label, None)
+        for graph, subject in changes.subjects:
+            label = getattr(graph, "value", None)
+            if label is not None and label in self.sets:
+                self.pending.setdefault(label, set()).add(subject.value)
+
+    def _read_whole(self, graphs: Sequence[str], entries: Entries, now: float) -> None:
+        by_graph: dict[str, list[tuple[str, str, NDArray[Any]]]] = {g: [] for g in graphs}
+        for graph, subject, vector in entries:
+            if graph in by_graph:
+                by_graph[graph].append((graph, subject, vector))
+        for graph, rows in by_graph.items():
+            vectors = VectorSet((graph,), self.predicate)
+            vectors.rebuild(rows)
+            self.sets[graph] = vectors
+            self.read_at[graph] = now
+            self.pending.pop(graph, None)
+
+    def _read_some(
+        self,
+        graph: str,
+        subjects: Sequence[str],
+        read_subjects: Callable[[str, Sequence[str]], Entries],
+    ) -> None:
+        vectors = self.sets[graph]
+        found = {s: v for g, s, v in read_subjects(graph, subjects) if g == graph}
+        for subject in subjects:
+            vector = found.get(subject)
+            if vector is None:
+                vectors.remove(graph, subject)
+            else:
+                vectors.put(graph, subject, vector)
+
+
+def follower(store: RdfStore, predicate: NamedNode) -> Follower | None:
+    """The follower of ``predicate``'s vectors on a remote store that keeps the change log
+    (shared by every view of its backend); None on any other store."""
+    backend = store.backend
+    if backend.exclusive_writer or not getattr(backend, "change_log", False):
+        return None
+    with _make_lock:
+        found: dict[str, Follower] | None = getattr(backend, _ATTRIBUTE, None)
+        if found is None:
+            found = {}
+            setattr(backend, _ATTRIBUTE, found)
+        if predicate.value not in found:
+            found[predicate.value] = Follower(backend, predicate.value)
+        return found[predicate.value]
+
+
+def refresh(store: RdfStore) -> None:
+    """Make the next search of a remote store read every vector again: for writes made by
+    SPARQL clients other than rdfmem, which the change log does not see."""
+    for each in _followers(store):
+        each.forget()
+
+
+def _followers(store: RdfStore) -> Iterable[Follower]:
+    found: dict[str, Follower] = getattr(store.backend, _ATTRIBUTE, {})
+    return list(found.values())

@@ -1,0 +1,154 @@
+"""Memory search on a shared server keeps the vectors in the client and follows the change
+log: another process's save is found by the next search, and only what changed is fetched."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from servers import Server
+
+from rdfmem import Memories, Memory, RdfStore
+from rdfmem.embeddings import EMBEDDING
+from rdfmem.index.follow import follower, refresh
+
+WRITER = """
+import sys
+from rdfmem import Memories, Memory, RdfStore
+store = RdfStore.connect(sys.argv[1], sys.argv[2], change_log=True)
+memories = Memories(store, project="shared")
+for line in sys.stdin:
+    verb, rest = line.rstrip("\\n").split(" ", 1)
+    title, _, content = rest.partition("|")
+    if verb == "save":
+        memories.save(Memory("project", title, content))
+    else:
+        memories.forget("project", title)
+    print("done", flush=True)   # the write has returned
+store.close()
+"""
+
+
+@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
+def server(request: pytest.FixtureRequest) -> Server:
+    srv: Server = request.getfixturevalue(request.param)
+    srv.wipe()
+    return srv
+
+
+class Writer:
+    """Another process, writing memories through rdfmem with the change log."""
+
+    def __init__(self, server: Server) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, server.query_url, server.update_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "done"
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=60)
+        self.proc.stdout.close()
+        assert code == 0
+
+
+@pytest.fixture
+def writer(server: Server) -> Iterator[Writer]:
+    w = Writer(server)
+    yield w
+    w.close()
+
+
+def titles(memories: Memories, query: str) -> list[str]:
+    return [m.title for m, _ in memories.search(query, limit=3)]
+
+
+def test_another_process_save_and_forget_are_seen_by_the_next_search(
+    server: Server, writer: Writer
+) -> None:
+    store = server.connect(change_log=True)
+    memories = Memories(store, project="shared")
+    memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
+    assert titles(memories, "green tea") == ["Tea"]
+    writer.send("save Deploy|Deploy with make release on Fridays.")
+    assert titles(memories, "how do we deploy a release")[0] == "Deploy"
+    writer.send("save Deploy|Deploy with the pipeline, never by hand.")
+    best, _ = memories.search("deploy pipeline by hand", limit=1)[0]
+    assert best.content == "Deploy with the pipeline, never by hand."
+    writer.send("forget Deploy|")
+    assert "Deploy" not in titles(memories, "how do we deploy a release")
+    store.close()
+
+
+def test_only_the_changed_subjects_are_fetched_again(server: Server, writer: Writer) -> None:
+    store = server.connect(change_log=True)
+    memories = Memories(store, project="shared")
+    for i in range(30):
+        memories.save(Memory("project", f"Note {i}", f"ordinary note number {i}"))
+    memories.search("note", limit=1)  # every vector read once
+    sent: list[int] = []
+    client: httpx.Client = store.backend.client
+    client.event_hooks["response"] = [lambda r: sent.append(len(r.read()))]
+    memories.search("note", limit=1)
+    quiet = sum(sent)
+    sent.clear()
+    writer.send("save Cat|The cat is called Miso.")
+    assert titles(memories, "what is the cat called")[0] == "Cat"
+    after_one_save = sum(sent)
+    sent.clear()
+    refresh(store)
+    memories.search("note", limit=1)
+    whole = sum(sent)
+    # One memory's vector (about 2.8 KB of base64) and the log, not thirty vectors.
+    assert after_one_save < quiet + 6_000 < whole
+    store.close()
+
+
+def test_raw_writes_of_other_clients_are_seen_after_refresh(server: Server) -> None:
+    store = server.connect(change_log=True)
+    memories = Memories(store, project="shared")
+    memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
+    assert titles(memories, "green tea") == ["Tea"]
+    other = RdfStore.connect(server.query_url, server.update_url)  # no change log: raw SPARQL
+    other.sparql_update(
+        f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}"
+    )  # every stored vector removed behind the log's back
+    other.close()
+    assert titles(memories, "green tea") == ["Tea"]  # the rule: not seen yet
+    refresh(store)
+    assert titles(memories, "green tea") == []
+    store.close()
+
+
+def test_a_raw_update_through_rdfmem_reads_everything_again(server: Server) -> None:
+    store = server.connect(change_log=True)
+    memories = Memories(store, project="shared")
+    memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
+    assert titles(memories, "green tea") == ["Tea"]
+    store.sparql_update(f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}")
+    assert titles(memories, "green tea") == []
+    store.close()
+
+
+def test_without_the_change_log_every_search_reads_the_server(server: Server) -> None:
+    store = server.connect()
+    assert follower(store, EMBEDDING) is None
+    memories = Memories(store, project="shared")
+    memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
+    other = RdfStore.connect(server.query_url, server.update_url)
+    other.sparql_update(f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}")
+    other.close()
+    assert titles(memories, "green tea") == []
+    store.close()
