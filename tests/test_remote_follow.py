@@ -152,3 +152,18 @@ def test_without_the_change_log_every_search_reads_the_server(server: Server) ->
     other.close()
     assert titles(memories, "green tea") == []
     store.close()
+
+
+def test_raw_writes_of_other_clients_are_seen_once_the_vectors_are_old(server: Server) -> None:
+    store = server.connect(change_log=True)
+    memories = Memories(store, project="shared")
+    memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
+    assert titles(memories, "green tea") == ["Tea"]
+    kept = follower(store, EMBEDDING)
+    assert kept is not None
+    kept.max_age_s = 0.0  # every graph read whole at each search
+    other = RdfStore.connect(server.query_url, server.update_url)
+    other.sparql_update(f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}")
+    other.close()
+    assert titles(memories, "green tea") == []
+    store.close()
