@@ -27,6 +27,8 @@ from pathlib import Path
 import httpx
 
 from rdfmem import Memories, Memory, RdfStore
+from rdfmem.embeddings import EMBEDDING
+from rdfmem.index.follow import follower as follower_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from servers import OxigraphServer
@@ -106,13 +108,15 @@ def main() -> None:
                 timeout=600,
             )
             response.raise_for_status()
-            rows = measure(server, local, runs)
+            rows = measure(server, local, runs, count)
         finally:
             server.stop()
     write(rows, count, runs, load_before)
 
 
-def measure(server: OxigraphServer, local: Memories, runs: int) -> list[tuple[str, float, int]]:
+def measure(
+    server: OxigraphServer, local: Memories, runs: int, count: int
+) -> list[tuple[str, float, int]]:
     follower = Counted(server, change_log=True)
     plain = Counted(server, change_log=False)
     other = Memories(server.connect(change_log=True), project="bench")
@@ -138,6 +142,11 @@ def measure(server: OxigraphServer, local: Memories, runs: int) -> list[tuple[st
     after = statistics.median(times) * 1000
     out.append(("remote, change log, after another client saved one", after, received // runs))
 
+    kept = follower_of(follower.store, EMBEDDING)
+    assert kept is not None
+    held = sum(v.nbytes() for v in kept.sets.values())
+    out.append(("(memory the follower holds, bytes per memory)", 0.0, held // count))
+
     plain.received = 0
     slow_runs = max(3, runs // 5)
     full = timed(lambda: plain.memories.search(next(queries)), slow_runs)
@@ -162,7 +171,11 @@ def write(rows: list[tuple[str, float, int]], count: int, runs: int, load_before
         "|---|---:|---:|---:|",
     ]
     for name, ms, received in rows:
+        if name.startswith("("):
+            held = received
+            continue
         lines.append(f"| {name} | {ms:.2f} | {ms / embedded:.1f}x | {received:,} |")
+    lines += ["", f"The following client holds {held:,} bytes per memory (float32 rows and keys)."]
     quiet, after = rows[1][1], rows[2][1]
     verdict = [
         ("nothing changed ≤ 20 ms", quiet <= 20),
