@@ -41,6 +41,7 @@ from pyoxigraph import NamedNode
 from . import _decision_queries as q
 from .errors import DecisionGraphError, NodeNotFound
 from .index import GraphIndex, indexes
+from .index.follow import declared
 from .results import Row, SelectResult
 from .store import RdfStore
 
@@ -291,8 +292,9 @@ class DecisionGraph:
         # and it stays fresh; when the block raises, a write that happened leaves it stale.
         hub = indexes(self.store)
         with self.store.exclusive(self.graph):
-            if hub is None:
-                yield None
+            if hub is None:  # a server: its change log learns that only this graph changed
+                with declared(self.store, self._graph_term):
+                    yield None
                 return
             with hub.writing([self.graph]):
                 index = hub.known_graph_index(self.graph)

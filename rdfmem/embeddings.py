@@ -35,7 +35,7 @@ import re
 import unicodedata
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -45,7 +45,7 @@ from pyoxigraph import Literal, NamedNode
 
 from .errors import InvalidValue
 from .index import IndexHub, VectorSet, indexes
-from .index.follow import follower
+from .index.follow import declared, follower
 from .ontology import RDFMEM
 from .terms import sparql_term
 
@@ -386,8 +386,7 @@ class VectorIndex:
         change = VectorWrite()
         hub = indexes(self.store)
         if hub is None:
-            scope = getattr(self.store.backend, "scope", None)
-            with scope(graph, subjects) if scope is not None and subjects else nullcontext():
+            with declared(self.store, graph, subjects):
                 yield change
             return
         with hub.writing([graph.value]):

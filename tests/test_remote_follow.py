@@ -11,13 +11,13 @@ import httpx
 import pytest
 from servers import Server
 
-from rdfmem import Memories, Memory, RdfStore
+from rdfmem import DecisionGraph, Edge, Memories, Memory, Node, RdfStore
 from rdfmem.embeddings import EMBEDDING
 from rdfmem.index.follow import follower, refresh
 
 WRITER = """
 import sys
-from rdfmem import Memories, Memory, RdfStore
+from rdfmem import DecisionGraph, Edge, Memories, Memory, Node, RdfStore
 store = RdfStore.connect(sys.argv[1], sys.argv[2], change_log=True)
 memories = Memories(store, project="shared")
 for line in sys.stdin:
@@ -166,4 +166,26 @@ def test_raw_writes_of_other_clients_are_seen_once_the_vectors_are_old(server: S
     other.sparql_update(f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}")
     other.close()
     assert titles(memories, "green tea") == []
+    store.close()
+
+
+def test_decision_and_key_value_writes_leave_the_kept_vectors_alone(server: Server) -> None:
+    store = server.connect(change_log=True)
+    memories = Memories(store, project="shared")
+    for i in range(30):
+        memories.save(Memory("project", f"Note {i}", f"ordinary note number {i}"))
+    memories.search("note", limit=1)  # every vector read once
+    sent: list[int] = []
+    client: httpx.Client = store.backend.client
+    client.event_hooks["response"] = [lambda r: sent.append(len(r.read()))]
+    memories.search("note", limit=1)
+    quiet = sum(sent)
+    decisions = DecisionGraph(store)
+    goal = decisions.add_node(Node(type="goal", label="Ship it"))
+    step = decisions.add_node(Node(type="action", label="Tag the release"))
+    decisions.add_edge(Edge(from_id=goal.id, to_id=step.id, type="leads_to"))
+    store.update("turns", lambda n: (n or 0) + 1)
+    sent.clear()
+    memories.search("note", limit=1)
+    assert sum(sent) < quiet + 6_000  # the log's records, not thirty vectors again
     store.close()

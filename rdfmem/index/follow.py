@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from numpy.typing import NDArray
@@ -31,7 +32,7 @@ from .vectors import VectorSet
 if TYPE_CHECKING:
     from ..store import RdfStore
 
-__all__ = ["Follower", "follower", "refresh"]
+__all__ = ["Follower", "declared", "follower", "refresh"]
 
 #: ``(graph, subject, vector)`` of stored vectors.
 Entries = Iterator[tuple[str, str, NDArray[Any]]]
@@ -158,3 +159,13 @@ def refresh(store: RdfStore) -> None:
 def _followers(store: RdfStore) -> Iterable[Follower]:
     found: dict[str, Follower] = getattr(store.backend, _ATTRIBUTE, {})
     return list(found.values())
+
+
+def declared(
+    store: RdfStore, graph: NamedNode, subjects: Sequence[NamedNode] = ()
+) -> AbstractContextManager[Any]:
+    """A block whose raw updates change only ``subjects`` of ``graph`` (or, with no
+    subjects, only ``graph``): on a remote store the change log records exactly that, so
+    followers of other graphs read nothing again. Elsewhere it does nothing."""
+    scope = getattr(store.backend, "scope", None)
+    return nullcontext() if scope is None else scope(graph, subjects)
