@@ -360,7 +360,11 @@ def agent_worker(spec: dict[str, Any]) -> dict[str, Any]:
     from rdfmem import DecisionGraph, Memories, Memory
     from rdfmem.decisions import Node
 
-    store = RdfStore() if spec["embedded"] else RdfStore.connect(spec["query"], spec["update"])
+    store = (
+        RdfStore()
+        if spec["embedded"]
+        else RdfStore.connect(spec["query"], spec["update"], change_log=True)
+    )
     if spec["embedded"]:
         from bench_agent_loop import preload_rdfmem
 
@@ -429,7 +433,9 @@ def bench_agents(urls: tuple[str, str], stored: int, budget: float) -> list[str]
         '`add_edge` + `query("active_goals")` + `query("recent_decisions", limit=5)` + '
         '`store.update("turns")` (one counter shared by every agent), as in '
         "`bench_agent_loop.py`; each agent is its own process with its own client, turns "
-        f"for {budget:.0f} s after a warm one, all started together.",
+        f"for {budget:.0f} s after a warm one, all started together. Every client keeps "
+        "the change log (`change_log=True`), so a search fetches only the vectors other "
+        "agents changed since its last look (`rdfmem.index.follow`).",
         "",
         "| agents | turns/s per agent (each) | turns/s per agent (mean) | turns/s in total |",
         "|---:|---|---:|---:|",
@@ -456,7 +462,7 @@ def turn_steps(urls: tuple[str, str], turns: int) -> list[str]:
     from rdfmem import DecisionGraph, Memories, Memory
     from rdfmem.decisions import Node
 
-    store = RdfStore.connect(*urls)
+    store = RdfStore.connect(*urls, change_log=True)
     sent: list[int] = []
     store.backend.client.event_hooks["request"].append(lambda _: sent.append(1))
     memories, graph, rng = Memories(store, project="bench"), DecisionGraph(store), random.Random(7)
@@ -489,10 +495,12 @@ def turn_steps(urls: tuple[str, str], turns: int) -> list[str]:
     return [
         f"Where one agent's turn goes (1 client on the same server, {turns} turns; mean time "
         f"and requests of each step): {cells}; {sum(ms.values()):.0f} ms and "
-        f"{sum(requests.values()):.0f} requests a turn. A remote search still fetches and "
-        "decodes every stored vector, so with 4 agents four such clients and the server "
-        "share the 2 cores. `Memories.save` is 4 requests: lease claim, claims read with the "
-        "memory's quads, the memory read by its own query, the write with the release.",
+        f"{sum(requests.values()):.0f} requests a turn. A search is the change log's "
+        "records, the vectors other agents changed, and the hits' memories; decision writes "
+        "hold a lease on the whole decision graph and the counter is one shared key, so "
+        "agents queue for both, and four client processes and the server share the 2 cores. "
+        "`Memories.save` is 4 requests: lease claim, claims read with the memory's quads, the "
+        "memory read by its own query, the write with the release.",
         "",
     ]
 
