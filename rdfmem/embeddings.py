@@ -291,7 +291,8 @@ def top_k(matrix: NDArray[np.float32], query: Vector, limit: int) -> list[tuple[
     norm = float(np.linalg.norm(query))
     if norm == 0.0:
         return []
-    scores = matrix @ (query / norm).astype(np.float32)
+    # On this thread, not through threaded BLAS (see rdfmem.index.vectors._scores).
+    scores = np.einsum("ij,j->i", matrix, (query / norm).astype(np.float32))
     if limit < scores.shape[0]:
         candidates = np.argpartition(-scores, limit - 1)[:limit]
     else:
@@ -410,17 +411,24 @@ class VectorIndex:
     def _subject_entries(
         self, graph: str, subjects: Sequence[str]
     ) -> Iterator[tuple[str, str, Vector]]:
+        # The subjects inside the GRAPH block, so the engine looks each one up (outside it,
+        # Oxigraph scans every vector of the graph and joins).
         values = " ".join(sparql_term(NamedNode(s)) for s in subjects)
-        return self._entries([NamedNode(graph)], f"VALUES ?s {{ {values} }} ")
+        g = sparql_term(NamedNode(graph))
+        return self._rows(
+            f"SELECT ?g ?s ?v WHERE {{ GRAPH {g} {{ VALUES ?s {{ {values} }} "
+            f"?s {sparql_term(self.predicate)} ?v }} BIND({g} AS ?g) }}"
+        )
 
-    def _entries(
-        self, graphs: Sequence[NamedNode], only: str = ""
-    ) -> Iterator[tuple[str, str, Vector]]:
+    def _entries(self, graphs: Sequence[NamedNode]) -> Iterator[tuple[str, str, Vector]]:
         values = " ".join(sparql_term(g) for g in graphs)
-        rows = self.store.query(
-            f"SELECT ?g ?s ?v WHERE {{ VALUES ?g {{ {values} }} {only}"
+        return self._rows(
+            f"SELECT ?g ?s ?v WHERE {{ VALUES ?g {{ {values} }} "
             f"GRAPH ?g {{ ?s {sparql_term(self.predicate)} ?v }} }}"
         )
+
+    def _rows(self, sparql: str) -> Iterator[tuple[str, str, Vector]]:
+        rows = self.store.query(sparql)
         for row in rows:  # type: ignore[union-attr]
             subject, literal, graph = row["s"], row["v"], row["g"]
             if not isinstance(literal, Literal) or literal.datatype != FLOAT32_VECTOR:

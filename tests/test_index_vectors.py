@@ -170,3 +170,32 @@ def test_the_beam_widens_for_queries_far_from_every_row_and_recall_holds() -> No
         approx.search(q, 10)
     assert block.ann.expansion_search > narrow
     assert _recall(exact, approx, far[1_024:]) >= 0.97
+
+
+def test_a_memory_just_saved_is_found_among_near_duplicates_the_graph_confuses() -> None:
+    # 20,000 notes of 25 words, each word set shared by 800 of them: the int8 HNSW graph
+    # cannot tell the near-duplicates apart, and missed 5 of these 40 fresh saves as the top
+    # hit before the rows written since the build were also scored exactly.
+    from rdfmem.embeddings import HashingEmbedder
+
+    words = "tea coffee cat dog rust release invoice token latency meeting deploy billing "
+    words += "oauth cache docker schema budget audit garden piano train river cloud lamp ink"
+    vocabulary = words.split()
+
+    def note(i: int) -> str:
+        return " ".join(vocabulary[(i * k + k) % 25] for k in (1, 3, 7, 11, 13)) + f" n{i}"
+
+    embedder = HashingEmbedder()
+    rows = embedder.embed([f"Memory {i}\n\n{note(i)}" for i in range(20_000)])
+    vectors = VectorSet(("urn:g",), "urn:p", approximate=True)
+    vectors.rebuild(("urn:g", f"urn:m{i}", row) for i, row in enumerate(rows))
+    for i in range(20):  # the graph built, its beam chosen on queries like the agent's
+        vectors.search(embedder.embed([note(i)])[0], 10)
+    missed = []
+    for i in range(40):
+        content = f"fresh note {i} {note(200_000 + i)}"
+        vectors.put("urn:g", f"urn:fresh{i}", embedder.embed([f"Fresh {i}\n\n{content}"])[0])
+        best = vectors.search(embedder.embed([content])[0], 5)
+        if not best or best[0][1] != f"urn:fresh{i}":
+            missed.append(i)
+    assert missed == []

@@ -12,7 +12,9 @@ both ways and the narrowest beam of 128 … 2,048 whose recall@10 reaches ``RECA
 is kept; chosen when the HNSW graph is built, then again after 16 and 64 queries, every
 ``max(1024, rows / 64)`` queries and whenever the set has doubled. Text embeddings, whose
 neighbours stand out, get a narrow and fast beam; queries far from every row (many
-near-equidistant neighbours) a wide one.
+near-equidistant neighbours) a wide one. The rows written since the graph was built (the
+latest 4,096 of them) are scored exactly beside the graph's candidates, so a search always
+finds what was just written, even among near-duplicates the int8 graph cannot tell apart.
 
 >>> import numpy as np
 >>> vs = VectorSet(("urn:g",), "urn:p")
@@ -51,6 +53,9 @@ _BEAMS = (128, 256, 512, 1024, 2048)
 _SAMPLE = 64  # calibration queries
 _MIN_HEARD = 16  # queries searched before they, not the set's own rows, calibrate the beam
 _CHUNK = 65_536  # rows per exact matrix product while calibrating (64 MiB of scores at most)
+#: The latest rows added since the HNSW graph was built are also scored exactly, so a vector
+#: just written is always found (an agent searches for what it has just saved).
+_FRESH_ROWS = 4_096
 
 
 @cache
@@ -90,6 +95,7 @@ class _Rows:
         self.row_of: dict[tuple[str, str], int] = {}
         self.dead = 0
         self.ann: Any = None
+        self.built_upto = 0  # rows at the last HNSW build: later ones are also scored exactly
         self.recent = np.zeros((_SAMPLE, dimension), dtype=np.float32)  # a ring
         self.heard = 0  # queries searched
         self.calibrated_at = self.calibrated_heard = 0  # rows and queries at the last
@@ -155,6 +161,7 @@ class _Rows:
         if len(rows):
             ann.add(rows.astype(np.uint64), self.matrix[rows])
         self.ann = ann
+        self.built_upto = n
         self.calibrate()
 
     def remember(self, query: NDArray[np.float32]) -> None:
@@ -236,6 +243,11 @@ class _Rows:
             self.calibrate()
         found = self.ann.search(query, _candidates(limit))
         rows = np.asarray(found.keys, dtype=np.int64).reshape(-1)
+        n = len(self.keys)
+        start = max(self.built_upto, n - _FRESH_ROWS)
+        if start < n:  # the rows written since the build, whatever the graph found
+            fresh = np.arange(start, n, dtype=np.int64)[self.alive[start:n]]
+            rows = np.union1d(rows, fresh)
         if not len(rows):
             return []
         scores = _scores(self.matrix[rows], query)  # exact scores of the candidates
