@@ -411,13 +411,15 @@ class VectorIndex:
     def _subject_entries(
         self, graph: str, subjects: Sequence[str]
     ) -> Iterator[tuple[str, str, Vector]]:
-        # The subjects inside the GRAPH block, so the engine looks each one up (outside it,
-        # Oxigraph scans every vector of the graph and joins).
+        # The subjects inside the GRAPH block and the graph as a filter: Oxigraph then looks
+        # each subject up (with ``?g`` bound outside, it scanned every vector of the graph
+        # and joined), and Virtuoso answers (it finds nothing in ``GRAPH <g>`` here).
         values = " ".join(sparql_term(NamedNode(s)) for s in subjects)
         g = sparql_term(NamedNode(graph))
         return self._rows(
-            f"SELECT ?g ?s ?v WHERE {{ GRAPH {g} {{ VALUES ?s {{ {values} }} "
-            f"?s {sparql_term(self.predicate)} ?v }} BIND({g} AS ?g) }}"
+            f"SELECT ?s ?v WHERE {{ GRAPH ?g {{ VALUES ?s {{ {values} }} "
+            f"?s {sparql_term(self.predicate)} ?v }} FILTER(?g = {g}) }}",
+            graph,
         )
 
     def _entries(self, graphs: Sequence[NamedNode]) -> Iterator[tuple[str, str, Vector]]:
@@ -427,10 +429,12 @@ class VectorIndex:
             f"GRAPH ?g {{ ?s {sparql_term(self.predicate)} ?v }} }}"
         )
 
-    def _rows(self, sparql: str) -> Iterator[tuple[str, str, Vector]]:
+    def _rows(self, sparql: str, graph: str | None = None) -> Iterator[tuple[str, str, Vector]]:
+        """The vectors of a query's ``?s ?v`` rows, in ``?g`` or in ``graph``."""
         rows = self.store.query(sparql)
         for row in rows:  # type: ignore[union-attr]
-            subject, literal, graph = row["s"], row["v"], row["g"]
+            subject, literal = row["s"], row["v"]
+            name = graph if graph is not None else row["g"].value
             if not isinstance(literal, Literal) or literal.datatype != FLOAT32_VECTOR:
                 continue
             if not isinstance(subject, NamedNode):
@@ -441,4 +445,4 @@ class VectorIndex:
                 continue  # a vector written by someone else, broken: not searchable
             if not raw or len(raw) % 4:
                 continue
-            yield graph.value, subject.value, np.frombuffer(raw, dtype="<f4")
+            yield name, subject.value, np.frombuffer(raw, dtype="<f4")

@@ -15,12 +15,14 @@ GraphDB or Neptune:
   graphs, however many the server holds). Virtuoso has no writable default graph (its
   default graph is the union of all graphs): there rdfmem's default graph is the named
   graph ``urn:rdfmem:graph:default`` (``DEFAULT_GRAPH_IRI``): rdfmem's own writes name it,
-  a raw query that states no dataset is sent with it as the protocol's
-  ``default-graph-uri`` (one parameter, never a rewritten text), and a raw update is sent
-  as written, so it names that graph itself (Virtuoso refuses unnamed writes). ``default_graph=``
-  chooses another named graph explicitly (a server with a real default graph then reads
-  it as the default graph of raw queries, but writes a raw update's unnamed triples to its
-  own default graph: name the graph in such updates).
+  a raw query is sent as written and reads Virtuoso's default graph, the union of all
+  graphs, as any Virtuoso client does (sent with ``default-graph-uri``, Virtuoso found
+  nothing in any ``GRAPH <iri>`` of the query), and a raw update is sent as written, so it
+  names its graph itself (Virtuoso refuses unnamed writes). ``default_graph=`` chooses
+  another named graph explicitly: raw queries that state no dataset then read it as their
+  default graph (the protocol's ``default-graph-uri``; on Virtuoso, ``GRAPH <iri>`` finds
+  nothing in them), and a server with a real default graph writes a raw update's unnamed
+  triples to its own default graph: name the graph in such updates.
 * **Blank nodes are blank nodes on the server**, so that outside queries get standard
   answers (``isBlank``, ``isIRI``, ``ORDER BY``). rdfmem writes them as ``_:label`` in
   ``INSERT { … } WHERE {}`` (Virtuoso refuses them in ``INSERT DATA``): the server mints
@@ -232,6 +234,7 @@ class SparqlBackend(Backend):
         self.leases = Leases(self, self.lease_graph, lease_ttl_ms, lease_wait_ms)
         self._closed = False
         self._default_known = default_graph is not None
+        self._default_chosen = default_graph is not None
         self._pruned_at = 0.0  # the server time this client last pruned the change log
         self._scope = threading.local()  # what this thread's raw updates touch (``scope``)
 
@@ -336,7 +339,11 @@ class SparqlBackend(Backend):
             form["default-graph-uri"] = iris
             if named_graphs is not None:
                 form["named-graph-uri"] = [g.value for g in named if isinstance(g, NamedNode)]
-        elif not states_dataset:
+        elif not states_dataset and self._default_chosen:
+            # Only a default graph the caller chose: with Virtuoso's own (rdfmem's named
+            # default graph) as ``default-graph-uri``, Virtuoso finds nothing in any
+            # ``GRAPH <iri>`` of the query, so raw queries there read Virtuoso's default
+            # graph, the union of all graphs, as every other Virtuoso client does.
             form.update(self._dataset())
         response = self._post(self.query_url, form, _ACCEPT[form_of], "query")
         limit = self._truncated(response)
