@@ -317,10 +317,13 @@ class RemoteStore(RdfStore):
 
     async def _arows(self, sparql: str) -> list[dict[str, Any]]:
         solutions = self.backend._results(await self._apost({"query": sparql}))
-        if not isinstance(solutions, QuerySolutions):
-            raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
-        names = [v.value for v in solutions.variables]
-        return [{n: s[i] for i, n in enumerate(names) if s[i] is not None} for s in solutions]
+        try:  # no frame keeps pyoxigraph's unsendable solutions (see SparqlBackend._rows)
+            if not isinstance(solutions, QuerySolutions):
+                raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
+            names = [v.value for v in solutions.variables]
+            return [{n: s[i] for i, n in enumerate(names) if s[i] is not None} for s in solutions]
+        finally:
+            del solutions
 
     async def _aknow_server(self) -> None:
         """Learn who the server is (default graph, snapshot reads) without blocking."""

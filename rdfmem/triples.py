@@ -382,13 +382,14 @@ class TripleStore:
         # keeps tracebacks) would keep pyoxigraph's unsendable solutions with it, and the
         # collector could then free them on another thread, which pyoxigraph refuses.
         return _wrap(
+            not self.backend.exclusive_writer,
             self.backend.query(
                 sparql,
                 base_iri=base_iri,
                 default_graph=defaults,  # type: ignore[arg-type]
                 named_graphs=named,  # type: ignore[arg-type]
                 substitutions=subs,
-            )
+            ),
         )
 
     def sparql_update(
@@ -489,10 +490,17 @@ class TripleStore:
                 self._wrote()
 
 
-def _wrap(raw: Any) -> QueryResult:
-    """The backend's raw answer as rdfmem's result type."""
+def _wrap(eager: bool, raw: Any) -> QueryResult:
+    """The backend's raw answer as rdfmem's result type. ``eager``: read the rows now (a
+    server's answer is parsed already), so that no pyoxigraph object outlives this thread's
+    call; an embedded store's rows are read when first used (``rdfmem serve`` streams them).
+    """
     if isinstance(raw, QuerySolutions):
-        return SelectResult(raw)
+        result = SelectResult(raw)
+        del raw
+        if eager:
+            result.rows  # noqa: B018 - reads the rows and frees the solutions, here
+        return result
     if isinstance(raw, (bool, QueryBoolean)):
         return bool(raw)
     try:

@@ -360,11 +360,7 @@ class SparqlBackend(Backend):
         self.leases.flush()
         response = self._post(self.query_url, {"query": sparql}, _RESULTS, "query")
         limit = self._truncated(response)
-        solutions = self._results(response)
-        if not isinstance(solutions, QuerySolutions):
-            raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
-        variables = [v.value for v in solutions.variables]
-        rows = [solution_row(variables, s) for s in solutions]
+        variables, rows = self._rows(response)
         if limit and len(rows) >= limit:
             # Cut at the server's row limit: read it again in pages, in a stable order.
             # (The sort sits in a sub-select: Virtuoso refuses to sort for a deep OFFSET.)
@@ -374,13 +370,25 @@ class SparqlBackend(Backend):
                     f"SELECT {order} WHERE {{ {{ {sparql} ORDER BY {order} }} }} "
                     f"LIMIT {limit} OFFSET {len(rows)}"
                 )
-                more = self._results(self._post(self.query_url, {"query": page}, _RESULTS, "query"))
-                assert isinstance(more, QuerySolutions)
-                batch = [solution_row(variables, s) for s in more]
+                answer = self._post(self.query_url, {"query": page}, _RESULTS, "query")
+                _, batch = self._rows(answer)
                 rows.extend(batch)
                 if len(batch) < limit:
                     break
         return rows
+
+    def _rows(self, response: httpx.Response) -> tuple[list[str], list[dict[str, Any]]]:
+        """A SELECT answer's variables and rows as Python objects. No frame keeps the
+        parsed solutions: pyoxigraph refuses to free them on another thread, and a frame
+        kept by an exception's traceback could be collected on any thread."""
+        solutions = self._results(response)
+        try:
+            if not isinstance(solutions, QuerySolutions):
+                raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
+            variables = [v.value for v in solutions.variables]
+            return variables, [solution_row(variables, s) for s in solutions]
+        finally:
+            del solutions
 
     def hidden_graphs(self) -> list[NamedNode]:
         """The graphs that reads of every graph leave out: the lease graph, and the
