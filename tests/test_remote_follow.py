@@ -92,17 +92,24 @@ def test_another_process_save_and_forget_are_seen_by_the_next_search(
     store.close()
 
 
-def test_only_the_changed_subjects_are_fetched_again(server: Server, writer: Writer) -> None:
-    store = server.connect(change_log=True)
+def thirty_notes_followed(store: RdfStore) -> tuple[Memories, list[int], int]:
+    """Thirty memories saved and searched once (every vector read), the sizes of the answers
+    the store receives from now on, and the bytes of a search when nothing changed."""
     memories = Memories(store, project="shared")
     for i in range(30):
         memories.save(Memory("project", f"Note {i}", f"ordinary note number {i}"))
-    memories.search("note", limit=1)  # every vector read once
+    memories.search("note", limit=1)
     sent: list[int] = []
-    client: httpx.Client = store.backend.client
+    client: httpx.Client = store.backend.client  # type: ignore[attr-defined]
     client.event_hooks["response"] = [lambda r: sent.append(len(r.read()))]
     memories.search("note", limit=1)
     quiet = sum(sent)
+    return memories, sent, quiet
+
+
+def test_only_the_changed_subjects_are_fetched_again(server: Server, writer: Writer) -> None:
+    store = server.connect(change_log=True)
+    memories, sent, quiet = thirty_notes_followed(store)
     sent.clear()
     writer.send("save Cat|The cat is called Miso.")
     assert titles(memories, "what is the cat called")[0] == "Cat"
@@ -171,15 +178,7 @@ def test_raw_writes_of_other_clients_are_seen_once_the_vectors_are_old(server: S
 
 def test_decision_and_key_value_writes_leave_the_kept_vectors_alone(server: Server) -> None:
     store = server.connect(change_log=True)
-    memories = Memories(store, project="shared")
-    for i in range(30):
-        memories.save(Memory("project", f"Note {i}", f"ordinary note number {i}"))
-    memories.search("note", limit=1)  # every vector read once
-    sent: list[int] = []
-    client: httpx.Client = store.backend.client
-    client.event_hooks["response"] = [lambda r: sent.append(len(r.read()))]
-    memories.search("note", limit=1)
-    quiet = sum(sent)
+    memories, sent, quiet = thirty_notes_followed(store)
     decisions = DecisionGraph(store)
     goal = decisions.add_node(Node(type="goal", label="Ship it"))
     step = decisions.add_node(Node(type="action", label="Tag the release"))
