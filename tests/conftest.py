@@ -7,6 +7,7 @@ missing and skip locally, with the reason.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -81,3 +82,21 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
 def store(make_store: StoreFactory) -> RdfStore:
     """One store on a fresh backend, for each backend."""
     return make_store()
+
+
+_THREADED: dict[Path, bool] = {}
+
+
+@pytest.fixture(autouse=True)
+def _garbage_collected_before_threads(request: pytest.FixtureRequest) -> None:
+    """Before a test of a module that starts threads, collect the garbage earlier tests left
+    on this thread. pyoxigraph refuses to free its query results on another thread than
+    the one that made them, and the collector runs on whichever thread allocates: a
+    worker thread could otherwise free an earlier test's results (an "unraisable"
+    RuntimeError, which fails the test that happens to be running)."""
+    path = Path(str(request.node.path))
+    threaded = _THREADED.get(path)
+    if threaded is None:
+        threaded = _THREADED[path] = "Thread(" in path.read_text(encoding="utf-8")
+    if threaded:
+        gc.collect()
