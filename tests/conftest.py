@@ -8,6 +8,7 @@ missing and skip locally, with the reason.
 from __future__ import annotations
 
 import gc
+import inspect
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -84,19 +85,25 @@ def store(make_store: StoreFactory) -> RdfStore:
     return make_store()
 
 
-_THREADED: dict[Path, bool] = {}
+_THREADED: dict[object, bool] = {}
 
 
 @pytest.fixture(autouse=True)
 def _garbage_collected_before_threads(request: pytest.FixtureRequest) -> None:
-    """Before a test of a module that starts threads, collect the garbage earlier tests left
-    on this thread. pyoxigraph refuses to free its query results on another thread than
-    the one that made them, and the collector runs on whichever thread allocates: a
-    worker thread could otherwise free an earlier test's results (an "unraisable"
-    RuntimeError, which fails the test that happens to be running)."""
-    path = Path(str(request.node.path))
-    threaded = _THREADED.get(path)
+    """Before a test that starts threads, collect the garbage earlier tests left on this
+    thread. pyoxigraph refuses to free its query results on another thread than the one
+    that made them, and the collector runs on whichever thread allocates: a worker thread
+    could otherwise free an earlier test's results (an "unraisable" RuntimeError, which
+    fails the test that happens to be running). Only there: a full collection costs."""
+    function = getattr(request, "function", None)
+    if function is None:
+        return
+    threaded = _THREADED.get(function)
     if threaded is None:
-        threaded = _THREADED[path] = "Thread(" in path.read_text(encoding="utf-8")
+        try:
+            threaded = "Thread(" in inspect.getsource(function)
+        except (OSError, TypeError):
+            threaded = False
+        _THREADED[function] = threaded
     if threaded:
         gc.collect()
