@@ -518,6 +518,9 @@ def only(section: str, quick: bool) -> None:
         urls = (server.query_url, server.update_url)
         if section == "agents":
             lines = bench_agents(urls, *AGENTS[quick])
+        elif section == "graphs":
+            counts = (10, 100, 1000) if quick else (10, 1000, 10_000)
+            lines = bench_graphs(urls, counts, 5 if quick else 15)
         else:
             lines = bench_async(urls, 200, 2 if quick else 5)
     finally:
@@ -543,7 +546,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     parser.add_argument(
         "--only",
-        choices=("agents", "async"),
+        choices=("agents", "async", "graphs"),
         help="run this section alone and replace it in the results file",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
