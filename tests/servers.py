@@ -292,6 +292,14 @@ def remote_store_factory(
     return factory
 
 
+@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
+def server(request: pytest.FixtureRequest) -> Server:
+    """Each real server in turn, wiped (a module's own ``server`` fixture overrides it)."""
+    srv: Server = request.getfixturevalue(request.param)
+    srv.wipe()
+    return srv
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",

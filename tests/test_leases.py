@@ -97,13 +97,6 @@ def test_no_schedule_gives_two_holders(seed: int) -> None:
 # -- real servers ----------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
-def server(request: pytest.FixtureRequest) -> Server:
-    srv: Server = request.getfixturevalue(request.param)
-    srv.wipe()
-    return srv
-
-
 def test_racing_clients_never_hold_one_lease_together(server: Server) -> None:
     clients = [server.connect() for _ in range(5)]
     inside: list[int] = []

@@ -32,13 +32,6 @@ from rdfmem.remote import Endpoint, RemoteStore
 EX = "http://example.org/"
 
 
-@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
-def server(request: pytest.FixtureRequest) -> Server:
-    srv: Server = request.getfixturevalue(request.param)
-    srv.wipe()
-    return srv
-
-
 @pytest.fixture
 def remote(server: Server) -> Iterator[RemoteStore]:
     store = server.connect()

@@ -12,13 +12,6 @@ from servers import Server
 from rdfmem import LeaseDenied
 
 
-@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
-def server(request: pytest.FixtureRequest) -> Server:
-    srv: Server = request.getfixturevalue(request.param)
-    srv.wipe()
-    return srv
-
-
 def test_two_hundred_tasks_on_one_loop_count_exactly_without_threads(server: Server) -> None:
     store = server.connect(lease_wait_ms=120_000)
     threads: list[int] = []

@@ -25,13 +25,6 @@ DOC = f"""
 """
 
 
-@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
-def server(request: pytest.FixtureRequest) -> Server:
-    srv: Server = request.getfixturevalue(request.param)
-    srv.wipe()
-    return srv
-
-
 @pytest.fixture
 def remote(server: Server) -> Iterator[RemoteStore]:
     store = server.connect()

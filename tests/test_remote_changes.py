@@ -17,13 +17,6 @@ from rdfmem import BackingError
 EX = "http://example.org/"
 
 
-@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
-def server(request: pytest.FixtureRequest) -> Server:
-    srv: Server = request.getfixturevalue(request.param)
-    srv.wipe()
-    return srv
-
-
 WRITER = """
 import sys
 from rdfmem import RdfStore

@@ -32,13 +32,6 @@ store.close()
 """
 
 
-@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
-def server(request: pytest.FixtureRequest) -> Server:
-    srv: Server = request.getfixturevalue(request.param)
-    srv.wipe()
-    return srv
-
-
 class Writer:
     """Another process, writing memories through rdfmem with the change log."""
 

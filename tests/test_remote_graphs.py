@@ -21,13 +21,6 @@ from rdfmem.remote import RemoteStore
 EX = "http://example.org/"
 
 
-@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
-def server(request: pytest.FixtureRequest) -> Server:
-    srv: Server = request.getfixturevalue(request.param)
-    srv.wipe()
-    return srv
-
-
 class Listener:
     """A TCP port that counts the connections made to it."""
 

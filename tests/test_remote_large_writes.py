@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 
 import httpx
-import pytest
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad
 from servers import Server
 
@@ -19,13 +18,6 @@ from rdfmem.remote import RemoteStore
 
 EX = "http://example.org/"
 GRAPH = NamedNode(EX + "big")
-
-
-@pytest.fixture(params=["virtuoso_server", "oxigraph_server"])
-def server(request: pytest.FixtureRequest) -> Server:
-    srv: Server = request.getfixturevalue(request.param)
-    srv.wipe()
-    return srv
 
 
 def _connect(server: Server) -> RemoteStore:

@@ -19,13 +19,6 @@ from rdfmem.remote import RemoteStore
 EX = "http://example.org/"
 
 
-@pytest.fixture(params=["oxigraph_server", "virtuoso_server"])
-def server(request: pytest.FixtureRequest) -> Server:
-    srv: Server = request.getfixturevalue(request.param)
-    srv.wipe()
-    return srv
-
-
 @pytest.fixture
 def store(server: Server) -> Iterator[RemoteStore]:
     st = server.connect()
