@@ -85,6 +85,16 @@ def test_another_process_save_and_forget_are_seen_by_the_next_search(
     store.close()
 
 
+REMOVE_EVERY_VECTOR = f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}"
+
+
+def every_vector_removed_by_another_client(server: Server) -> None:
+    """Every stored vector deleted by a client without the change log (raw SPARQL)."""
+    other = RdfStore.connect(server.query_url, server.update_url)
+    other.sparql_update(REMOVE_EVERY_VECTOR)
+    other.close()
+
+
 def thirty_notes_followed(store: RdfStore) -> tuple[Memories, list[int], int]:
     """Thirty memories saved and searched once (every vector read), the sizes of the answers
     the store receives from now on, and the bytes of a search when nothing changed."""
@@ -121,11 +131,7 @@ def test_raw_writes_of_other_clients_are_seen_after_refresh(server: Server) -> N
     memories = Memories(store, project="shared")
     memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
     assert titles(memories, "green tea") == ["Tea"]
-    other = RdfStore.connect(server.query_url, server.update_url)  # no change log: raw SPARQL
-    other.sparql_update(
-        f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}"
-    )  # every stored vector removed behind the log's back
-    other.close()
+    every_vector_removed_by_another_client(server)  # behind the log's back
     assert titles(memories, "green tea") == ["Tea"]  # the rule: not seen yet
     refresh(store)
     assert titles(memories, "green tea") == []
@@ -137,7 +143,7 @@ def test_a_raw_update_through_rdfmem_reads_everything_again(server: Server) -> N
     memories = Memories(store, project="shared")
     memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
     assert titles(memories, "green tea") == ["Tea"]
-    store.sparql_update(f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}")
+    store.sparql_update(REMOVE_EVERY_VECTOR)
     assert titles(memories, "green tea") == []
     store.close()
 
@@ -147,9 +153,7 @@ def test_without_the_change_log_every_search_reads_the_server(server: Server) ->
     assert follower(store, EMBEDDING) is None
     memories = Memories(store, project="shared")
     memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
-    other = RdfStore.connect(server.query_url, server.update_url)
-    other.sparql_update(f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}")
-    other.close()
+    every_vector_removed_by_another_client(server)
     assert titles(memories, "green tea") == []
     store.close()
 
@@ -162,9 +166,7 @@ def test_raw_writes_of_other_clients_are_seen_once_the_vectors_are_old(server: S
     kept = follower(store, EMBEDDING)
     assert kept is not None
     kept.max_age_s = 0.0  # every graph read whole at each search
-    other = RdfStore.connect(server.query_url, server.update_url)
-    other.sparql_update(f"DELETE WHERE {{ GRAPH ?g {{ ?s <{EMBEDDING.value}> ?v }} }}")
-    other.close()
+    every_vector_removed_by_another_client(server)
     assert titles(memories, "green tea") == []
     store.close()
 
