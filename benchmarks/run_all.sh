@@ -5,7 +5,7 @@
 # and npm for the official MCP memory server that bench_mcp compares with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for bench in kv decisions memories agent_loop remote server mcp langgraph; do
+for bench in kv decisions memories agent_loop remote remote_search remote_saves server mcp langgraph; do
   echo "== $bench"
   python "benchmarks/bench_$bench.py" "$@"
 done

@@ -107,6 +107,11 @@ class KeyValue:
                 cache.put(key, text, generation)
         return loads(text) if text else default
 
+    def _range(self) -> str | None:
+        """This namespace's subject prefix, as a lease range (``exclusive``'s ``within``)."""
+        prefix = self._codec.ns_prefix
+        return prefix if prefix[-1:] in (":", "/", "#") else None
+
     def set(self, key: str, value: Any) -> None:
         """Store a JSON value under ``key``; the last write wins.
 
@@ -116,7 +121,7 @@ class KeyValue:
         """
         subject = self._codec.subject(key)
         new = self._entry(subject, value)
-        with self.backend.exclusive([subject]):
+        with self.backend.exclusive([subject], self._range()):
             self.backend.apply(self._entry_quads(subject), [new])
             self._wrote_entries()
             if self._cache is not None:
@@ -134,7 +139,7 @@ class KeyValue:
     def delete(self, key: str) -> bool:
         """Remove ``key``'s entry; True when there was one."""
         subject = self._codec.subject(key)
-        with self.backend.exclusive([subject]):
+        with self.backend.exclusive([subject], self._range()):
             old = self._entry_quads(subject)
             if not old:
                 return False
@@ -158,7 +163,7 @@ class KeyValue:
             and nothing is written either.
         """
         subject = self._codec.subject(key)
-        with self.backend.exclusive([subject]):
+        with self.backend.exclusive([subject], self._range()):
             old = self._entry_quads(subject)
             current = decode_value(old[0].object) if old else None
             value = fn(current)

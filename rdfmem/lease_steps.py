@@ -25,6 +25,7 @@ from .terms import sparql_term
 __all__ = [
     "CLAIM_PREFIX",
     "EVERY",
+    "RANGE_PREFIX",
     "Claim",
     "Lease",
     "Pace",
@@ -34,9 +35,12 @@ __all__ = [
     "Step",
     "Steps",
     "Update",
+    "Confirmed",
     "acquire",
+    "confirm",
     "delete_claims",
     "instant",
+    "range_node",
     "release",
 ]
 
@@ -50,6 +54,10 @@ CLAIM_PREFIX = "urn:rdfmem:lease:"
 #: The subject of a claim on every subject (``exclusive([])``: ``restore``, ``clear``): it
 #: conflicts with every claim, and every claim with it.
 EVERY = NamedNode("urn:rdfmem:lease-on:every-subject")
+#: A claim on ``RANGE_PREFIX + p`` claims every subject whose IRI starts with ``p`` (``p``
+#: ends with ``:``, ``/`` or ``#``): see ``range_node``.
+RANGE_PREFIX = "urn:rdfmem:lease-range:"
+_DELIMITERS = ":/#"
 T = TypeVar("T")
 Row: TypeAlias = Mapping[str, Any]
 
@@ -77,6 +85,20 @@ class Claim:
     expires_at: int  # ms since the epoch (wall clock), for the caller
     #: The subjects' quads as the winning read saw them (``acquire(prefetch=True)``).
     prefetch: list[Row] | None = None
+    #: It had to wait for another client's claim (a sign of contention).
+    waited: bool = False
+    #: Another client claimed something in the range ``acquire(near=...)`` asked about.
+    crowded: bool = False
+
+    def covers(self, subject: NamedNode) -> bool:
+        """Whether holding this claim excludes every other client from ``subject``."""
+        if subject in self.subjects or EVERY in self.subjects:
+            return True
+        return any(
+            s.value.startswith(RANGE_PREFIX)
+            and subject.value.startswith(s.value[len(RANGE_PREFIX) :])
+            for s in self.subjects
+        )
 
     @property
     def node(self) -> NamedNode:
@@ -118,12 +140,49 @@ def _values(subjects: Sequence[NamedNode]) -> str:
     return " ".join(sparql_term(s) for s in subjects)
 
 
-def _conflicting(subjects: Sequence[NamedNode]) -> str:
-    """A group binding ``?s`` to every subject a claim on ``subjects`` conflicts with: the
-    subjects and ``EVERY``; any subject at all for a claim on ``EVERY``."""
+def range_node(prefix: str) -> NamedNode:
+    """The subject of a claim on every IRI that starts with ``prefix``, which must end
+    with ``:``, ``/`` or ``#`` (a claim on it conflicts with each claim on such an IRI, and
+    with each claim on a range that contains it or lies within it).
+
+    >>> range_node("urn:rdfmem:memory:session:").value
+    'urn:rdfmem:lease-range:urn:rdfmem:memory:session:'
+    """
+    if not prefix or prefix[-1] not in _DELIMITERS:
+        raise ValueError(f"a lease range ends with one of {_DELIMITERS!r}: {prefix!r}")
+    return NamedNode(RANGE_PREFIX + prefix)
+
+
+def _ranges_over(iri: str) -> list[NamedNode]:
+    """The range subjects that contain ``iri``: one per prefix ending at a delimiter (for
+    a range subject, the ranges containing its prefix, itself included)."""
+    text = iri[len(RANGE_PREFIX) :] if iri.startswith(RANGE_PREFIX) else iri
+    cuts = [i + 1 for i, ch in enumerate(text) if ch in _DELIMITERS]
+    return [NamedNode(RANGE_PREFIX + text[:cut]) for cut in cuts]
+
+
+def _conflicting(var: str, subjects: Sequence[NamedNode]) -> str:
+    """A group binding ``var`` to every claim node that conflicts with a claim on
+    ``subjects`` (and ``?s`` to what that claim is on). Claims conflict when one is on
+    ``EVERY``, or they share a subject, or one is on a range holding a subject (or a range)
+    of the other. The relation is symmetric, which the exclusion argument needs: each of
+    two conflicting claims' reads finds the other."""
+    on = f"{var} {LEASE_ON} ?s ."
     if EVERY in subjects:
-        return ""
-    return f"VALUES ?s {{ {_values([*subjects, EVERY])} }}"
+        return on
+    exact = dict.fromkeys([*subjects, EVERY])
+    for subject in subjects:
+        exact.update(dict.fromkeys(_ranges_over(subject.value)))
+    group = f"{{ VALUES ?s {{ {_values(list(exact))} }} {on} }}"
+    ranges = [s.value[len(RANGE_PREFIX) :] for s in subjects if s.value.startswith(RANGE_PREFIX)]
+    if ranges:
+        tests = " || ".join(
+            f"STRSTARTS(STR(?s), {sparql_term(Literal(text))})"
+            for prefix in ranges
+            for text in (prefix, RANGE_PREFIX + prefix)
+        )
+        group += f" UNION {{ {on} FILTER({tests}) }}"
+    return group
 
 
 def _insert_claim(graph: NamedNode, claim: Claim, holder: str, ttl_ms: int) -> str:
@@ -134,8 +193,8 @@ def _insert_claim(graph: NamedNode, claim: Claim, holder: str, ttl_ms: int) -> s
         f"INSERT {{ GRAPH {g} {{ {c} {LEASE_ON} {on} ; {LEASE_HOLDER} "
         f"{sparql_term(Literal(holder))} ; {LEASE_TTL} {int(ttl_ms)} ; "
         f"{LEASE_START} ?now ; {LEASE_SAW} ?seen . }} }} WHERE {{ BIND(NOW() AS ?now) "
-        f"OPTIONAL {{ GRAPH {g} {{ {_conflicting(claim.subjects)} "
-        f"?seen {LEASE_ON} ?s ; {LEASE_TICKET} ?t . }} }} }}"
+        f"OPTIONAL {{ GRAPH {g} {{ {_conflicting('?seen', claim.subjects)} "
+        f"?seen {LEASE_TICKET} ?t . }} }} }}"
     )
 
 
@@ -159,25 +218,36 @@ def _renew_claim(graph: NamedNode, claim: Claim) -> str:
 
 
 def _read_claims(
-    graph: NamedNode, subjects: Sequence[NamedNode], me: NamedNode, prefetch: bool = False
+    graph: NamedNode,
+    subjects: Sequence[NamedNode],
+    me: NamedNode,
+    prefetch: Sequence[NamedNode] = (),
+    near: str | None = None,
 ) -> str:
     # Only rm:leaseOn is required: a claim seen half-written counts as live, ticketless and
     # blind to us, which can only make a reader wait longer. With ``prefetch``, the same
-    # read also brings the subjects' own quads (?ps ?pp ?po ?pg), saving the holder a read.
+    # read also brings those subjects' own quads (?ps ?pp ?po ?pg), saving the holder a read;
+    # with ``near``, the claims on anything in that range (?n), conflicting or not.
     g = sparql_term(graph)
     body = (
-        f"{{ GRAPH {g} {{ {_conflicting(subjects)} ?c {LEASE_ON} ?s . "
+        f"{{ GRAPH {g} {{ {_conflicting('?c', subjects)} "
         f"OPTIONAL {{ ?c {LEASE_HOLDER} ?holder }} OPTIONAL {{ ?c {LEASE_START} ?start }} "
         f"OPTIONAL {{ ?c {LEASE_TTL} ?ttl }} OPTIONAL {{ ?c {LEASE_TICKET} ?ticket }} "
         f"OPTIONAL {{ ?c {LEASE_SAW} ?saw FILTER(?saw = {sparql_term(me)}) }} }} }}"
     )
     if prefetch:
         body += (
-            f" UNION {{ VALUES ?ps {{ {_values(subjects)} }} GRAPH ?pg {{ ?ps ?pp ?po }} "
+            f" UNION {{ VALUES ?ps {{ {_values(prefetch)} }} GRAPH ?pg {{ ?ps ?pp ?po }} "
             f"FILTER(?pg != {g}) }}"
         )
+    if near is not None:
+        tests = " || ".join(
+            f"STRSTARTS(STR(?ns), {sparql_term(Literal(text))})"
+            for text in (near, RANGE_PREFIX + near)
+        )
+        body += f" UNION {{ GRAPH {g} {{ ?n {LEASE_ON} ?ns FILTER({tests}) }} }}"
     return (
-        "SELECT ?c ?holder ?start ?ttl ?ticket ?saw ?ps ?pp ?po ?pg (NOW() AS ?now) "
+        "SELECT ?c ?holder ?start ?ttl ?ticket ?saw ?ps ?pp ?po ?pg ?n (NOW() AS ?now) "
         f"WHERE {{ {body} }}"
     )
 
@@ -265,18 +335,23 @@ def acquire(
     clock: Callable[[], float] = time.monotonic,
     wall: Callable[[], float] = time.time,
     pace: Pace | None = None,
-    prefetch: bool = False,
+    prefetch: Sequence[NamedNode] = (),
     ignore: frozenset[str] = frozenset(),
+    near: str | None = None,
 ) -> Steps[Claim]:
     """The steps that acquire ``subjects`` (no subjects: every subject); returns the claim
     held. ``pace`` (how long a holder usually keeps a lease) spaces the polls of a waiting
-    client; claims whose tokens are in ``ignore`` (this client's own) never block it.
+    client; claims whose tokens are in ``ignore`` (this client's own) never block it. The
+    winning read also brings the quads of the ``prefetch`` subjects (``Claim.prefetch``):
+    ask for them only where one query reads one state of the server. With ``near`` (a
+    range prefix), the claim notes whether another client claimed anything in that range
+    (``Claim.crowded``), conflicting or not.
 
     Raises:
         LeaseDenied: another holder kept a subject past ``max_wait_ms``.
     """
     subjects = tuple(sorted(set(subjects), key=lambda s: s.value)) or (EVERY,)
-    prefetch = prefetch and EVERY not in subjects
+    prefetch = () if EVERY in subjects else tuple(prefetch)
     ttl_ms = max(1, int(ttl_ms))
     give_up = clock() + max(0, max_wait_ms) / 1000.0
     margin = min(ttl_ms / 5000.0, 1.0)
@@ -295,7 +370,13 @@ def acquire(
         ahead: frozenset[str] = frozenset()
         moved = clock()
         while True:
-            rows = yield Select(_read_claims(graph, subjects, claim.node, prefetch))
+            rows = yield Select(_read_claims(graph, subjects, claim.node, prefetch, near))
+            claim.crowded = claim.crowded or any(
+                isinstance(r.get("n"), NamedNode)
+                and r["n"] != claim.node
+                and r["n"].value[len(CLAIM_PREFIX) :] not in ignore
+                for r in rows or []
+            )
             claims = _seen(rows or [])
             mine = claims.pop(claim.token, None)
             for token in ignore:
@@ -313,6 +394,7 @@ def acquire(
                 if dead:
                     yield Update(delete_claims(graph, dead))
                 return claim
+            claim.waited = True
             if ticket is None:
                 ticket = 1 + max((c.ticket or 0 for c in live), default=0)
                 write = (
@@ -367,6 +449,38 @@ def acquire(
                 subject=label,
                 holder=holder,
             )
+
+
+@dataclass
+class Confirmed:
+    """What a holder's read of its own claim found."""
+
+    alive: bool  # the claim is still there and live by the server's clock
+    others: bool  # another client's claim conflicts with it: someone waits
+    rows: list[Row]  # the prefetched subjects' quads
+
+
+def confirm(
+    graph: NamedNode,
+    claim: Claim,
+    prefetch: Sequence[NamedNode] = (),
+    ignore: frozenset[str] = frozenset(),
+) -> Steps[Confirmed]:
+    """The step with which a client that kept ``claim`` after a write begins its next
+    section under it: one read of the claims that conflict with it (do others wait?) and
+    of the ``prefetch`` subjects' quads (claims in ``ignore``, this client's own, are no
+    one waiting). The claim excludes every other client while it
+    lives, so that read needs no snapshot: nobody else writes those subjects meanwhile."""
+    rows = yield Select(_read_claims(graph, claim.subjects, claim.node, prefetch))
+    claims = _seen(rows or [])
+    mine = claims.pop(claim.token, None)
+    for token in ignore:  # this client's other claims
+        claims.pop(token, None)
+    return Confirmed(
+        alive=mine is not None and not mine.dead(),
+        others=any(not c.dead() for c in claims.values()),
+        rows=[r for r in rows or [] if "ps" in r],
+    )
 
 
 @dataclass

@@ -79,6 +79,21 @@ and cannot learn whether a write made conditional on "no other claim" was applie
 could not return. The claim's insert must be acknowledged before the read that confirms
 it, and the write must follow that read: three requests in a row.
 
+So a section under a *new* claim costs three requests, and ``Leases`` does not pay them
+every time: when nobody else wanted the subjects, it keeps the claim after the section's
+write, and its next section there costs two (one read, ``confirm``, then the write). A kept
+claim is a claim held across several sections; the argument above holds for any length
+of holding, since the holder trusts its claim only until its deadline (checked before each
+write). The confirming read adds nothing to the exclusion: it tells the holder whether
+someone waits (then the claim goes with the write) and brings the subjects' quads, which
+no other client can change meanwhile, so it need not be a snapshot.
+
+A claim may also be on a *range* (``range_node(prefix)``): every IRI starting with the
+prefix. Two claims conflict when one is on ``EVERY``, they share a subject, or one is on a
+range containing a subject or a range of the other; each read of claims asks for exactly
+the claims conflicting with its own, and the relation is symmetric, so the argument goes
+through unchanged with "a claim on S" read as "a claim conflicting with S".
+
 The protocol is written as generators of steps (``Select``, ``Update``, ``Sleep``) with no
 I/O (``rdfmem.lease_steps``), run by ``run``; tests interleave several of them step by step
 against a local store.
@@ -93,13 +108,14 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from pyoxigraph import NamedNode
 
-from .errors import BackingError, LeaseExpired, QueryError
+from .errors import BackingError, LeaseExpired, QueryError, StoreError
+from .lease_kept import KeptClaims
 from .lease_steps import (
     CLAIM_PREFIX,
     EVERY,
@@ -112,8 +128,10 @@ from .lease_steps import (
     Steps,
     Update,
     acquire,
+    confirm,
     delete_claims,
     instant,
+    range_node,
     release,
 )
 
@@ -132,6 +150,7 @@ __all__ = [
     "check",
     "delete_claims",
     "instant",
+    "range_node",
     "release",
     "run",
 ]
@@ -207,6 +226,24 @@ class Leases:
     ``exclusive`` is what the key/value layer holds around each read-modify-write: a claim
     of its own (``ttl_ms``, ``wait_ms``), or the lease this client already holds on the
     subject (``acquire``).
+
+    **Kept claims** (``linger_ms``, 0 turns them off). Taking a claim costs two requests
+    before the section may read (insert, then confirm), so a section's own claim is not
+    deleted with its write when nobody else wanted its subjects: it is kept, and the
+    client's next section on those subjects begins with one read that both checks for
+    waiters and brings the entry (``confirm``), then writes: two requests. A kept claim is
+    deleted after ``linger_ms`` unused, at ``close``, or with the write of a section whose
+    read found another client's claim waiting on it. Subjects on which this client met
+    another one (it waited, or found someone waiting) are not kept for a while
+    (``CONTENDED_S`` and more, ``_contend``).
+
+    A section given ``within`` (a range prefix, ``range_node``) claims the whole range
+    instead of its subject once ``ESCALATE_AFTER`` sections in a row in that range met
+    nobody: a client saving one new memory after another then holds one kept claim on its
+    scope, and each save is two requests. Another client's claim in the range conflicts
+    with it and stops the escalation on both sides (``_contend``), so clients that share a
+    range settle on claims of their subjects. The cost of all this to another client: it
+    may wait up to ``linger_ms`` for a claim kept here, once per such period.
     """
 
     wire: Wire
@@ -216,6 +253,10 @@ class Leases:
     holder: str = field(
         default_factory=lambda: f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
     )
+    linger_ms: int = 250
+
+    CONTENDED_S: ClassVar[float] = 30.0
+    ESCALATE_AFTER: ClassVar[int] = 2
 
     def __post_init__(self) -> None:
         self.held: dict[str, Claim] = {}
@@ -223,6 +264,12 @@ class Leases:
         self._locks = _SubjectLocks()
         self._active = threading.local()
         self.pace = Pace()
+        self._kept = KeptClaims(
+            linger_s=self.linger_ms / 1000.0, spare_s=self.ttl_ms / 2000.0, delete=self._delete
+        )
+        # subject IRI -> (monotonic time its calm ends, how long it lasts)
+        self._contended: dict[str, tuple[float, float]] = {}
+        self._streak: dict[str, int] = {}  # range prefix -> uncontended sections in a row
 
     def acquire(
         self, subjects: Sequence[NamedNode], ttl_ms: int, max_wait_ms: int, label: str
@@ -233,6 +280,7 @@ class Leases:
             LeaseDenied: another holder kept it past ``max_wait_ms``.
             Unreachable: the server did not answer.
         """
+        self.surrender(subjects)
         claim = run(
             acquire(
                 self.graph,
@@ -268,6 +316,24 @@ class Leases:
         if re.fullmatch(r"[0-9a-f]{32}", token):
             self.wire.send_update(delete_claims(self.graph, [NamedNode(CLAIM_PREFIX + token)]))
 
+    def surrender(self, subjects: Sequence[NamedNode]) -> None:
+        """Delete this client's kept claims that cover any of ``subjects`` (all of them for
+        none), so that a claim taken outside ``exclusive`` (an async task, a held lease)
+        does not wait for them."""
+        claims = self._kept.take_covering(subjects)
+        if claims:
+            self.wire.send_update(delete_claims(self.graph, [c.node for c in claims]))
+
+    def close(self) -> None:
+        """Delete every kept claim (one request; a server that does not answer lets them
+        expire)."""
+        self._delete(self._kept.close())
+
+    def _delete(self, claims: Sequence[Claim]) -> None:
+        if claims:
+            with suppress(StoreError):
+                self.wire.send_update(delete_claims(self.graph, [c.node for c in claims]))
+
     def _covering(self, subject: NamedNode) -> Claim | None:
         with self._held_lock:
             for claim in self.held.values():
@@ -276,10 +342,12 @@ class Leases:
         return None
 
     @contextmanager
-    def exclusive(self, subjects: Sequence[NamedNode]) -> Iterator[None]:
+    def exclusive(self, subjects: Sequence[NamedNode], within: str | None = None) -> Iterator[None]:
         """Hold ``subjects`` against every client of the server for one read-modify-write.
 
-        The section's last write travels with the release of its claim, in one request.
+        The section's last write travels with the release of its claim, in one request, or
+        alone when the claim is kept (see the class). ``within``: a range prefix that
+        contains every subject, which this client may claim instead (``range_node``).
 
         Raises:
             LeaseDenied: another client held a subject longer than ``wait_ms``.
@@ -300,26 +368,10 @@ class Leases:
                 missing = [EVERY]
             for claim in fences:
                 check(claim)
-            own: Claim | None = None
+            section = _Section(fences, None, within=within)
             if missing:
-                label = missing[0].value if len(missing) == 1 else f"{len(missing)} subjects"
-                own = run(
-                    acquire(
-                        self.graph,
-                        missing,
-                        holder=self.holder,
-                        ttl_ms=self.ttl_ms,
-                        max_wait_ms=self.wait_ms,
-                        label=label,
-                        pace=self.pace,
-                        prefetch=self.wire.snapshot_reads(),
-                        ignore=frozenset(c.token for c in fences),
-                    ),
-                    self.wire,
-                )
-                fences.append(own)
+                self._claim(section, missing)
             won = time.monotonic()
-            section = _Section(fences, own)
             stack = self._sections()
             stack.append(section)
             try:
@@ -330,8 +382,105 @@ class Leases:
                 raise
             stack.pop()
             self._close(section, raise_expired=True)
-            if own is not None:
+            if section.own is not None:
                 self.pace.held(time.monotonic() - won)
+
+    def _claim(self, section: _Section, missing: list[NamedNode]) -> None:
+        """Give ``section`` a claim of its own on ``missing``: a kept one when it covers
+        them and is still alive (one read), else a new one."""
+        kept = self._kept.take(missing)
+        if kept is not None:
+            try:
+                seen = run(confirm(self.graph, kept, missing, ignore=self._kept.mine()), self.wire)
+            except BaseException:
+                self._kept.done(kept, keep=False)
+                self._delete([kept])
+                raise
+            if seen.alive:
+                section.own, section.prefetch = kept, seen.rows
+                section.prefetch_for = frozenset(missing)
+                section.others = seen.others
+                if seen.others:
+                    self._contend(kept.subjects, section.within)
+                section.fences.append(kept)
+                return
+            self._kept.done(kept, keep=False)
+            self._delete([kept])
+        target = missing
+        within = section.within
+        if within is not None and EVERY not in missing and self._escalate(within):
+            target = [range_node(within)]
+        label = target[0].value if len(target) == 1 else f"{len(target)} subjects"
+        own = run(
+            acquire(
+                self.graph,
+                target,
+                holder=self.holder,
+                ttl_ms=self.ttl_ms,
+                max_wait_ms=self.wait_ms,
+                label=label,
+                pace=self.pace,
+                prefetch=missing if self.wire.snapshot_reads() else (),
+                ignore=frozenset(c.token for c in section.fences) | self._kept.mine(),
+                near=within,
+            ),
+            self.wire,
+        )
+        if own.waited:
+            self._contend([*own.subjects, *missing], within)
+        elif own.crowded and within is not None:
+            self._contend([], within, soft=True)  # others write in the range: not all of it
+        section.own, section.prefetch = own, own.prefetch
+        section.prefetch_for = frozenset(missing)
+        self._kept.using(own)
+        section.fences.append(own)
+
+    def _contend(
+        self, subjects: Sequence[NamedNode], within: str | None, *, soft: bool = False
+    ) -> None:
+        """Keep no claim on ``subjects`` (and claim not the range ``within``) for a while:
+        ``CONTENDED_S``, twice as long each time contention there comes back while the
+        last period lasts or soon after (up to an hour), since clients sharing them go on
+        sharing them. ``soft``: others were only seen near, not met; a period running
+        already is left as it is."""
+        now = time.monotonic()
+        names = [s.value for s in subjects]
+        if within is not None:
+            names.append(range_node(within).value)
+        with self._held_lock:
+            if len(self._contended) > 10_000:
+                self._contended = {
+                    name: (until, calm)
+                    for name, (until, calm) in self._contended.items()
+                    if until + calm > now
+                }
+            for name in names:
+                until, calm = self._contended.get(name, (0.0, 0.0))
+                if soft and now < until:
+                    continue
+                calm = min(2 * calm, 3600.0) if now < until + calm else self.CONTENDED_S
+                self._contended[name] = (now + calm, calm)
+            if within is not None:
+                self._streak.pop(within, None)
+
+    def _contended_now(self, subjects: Sequence[NamedNode]) -> bool:
+        now = time.monotonic()
+        with self._held_lock:
+            return any(self._contended.get(s.value, (0.0, 0.0))[0] > now for s in subjects)
+
+    def _escalate(self, within: str) -> bool:
+        if self._contended_now([range_node(within)]):
+            return False
+        with self._held_lock:
+            return self._streak.get(within, 0) >= self.ESCALATE_AFTER
+
+    def _keepable(self, section: _Section) -> bool:
+        own = section.own
+        if own is None or self.linger_ms <= 0 or EVERY in own.subjects:
+            return False
+        if section.others or own.waited or self._contended_now(own.subjects):
+            return False
+        return own.deadline - time.monotonic() > self.ttl_ms / 2000.0
 
     def _sections(self) -> list[_Section]:
         stack: list[_Section] = self._active.__dict__.setdefault("stack", [])
@@ -345,17 +494,31 @@ class Leases:
                     check(claim)
             except LeaseExpired as exc:
                 parts, expired = [], exc
-        if section.own is not None:
-            parts.append(delete_claims(self.graph, [section.own.node]))
-        if parts:
-            try:
+        own = section.own
+        keep = raise_expired and expired is None and self._keepable(section)
+        if own is not None and not keep:
+            parts.append(delete_claims(self.graph, [own.node]))
+        try:
+            if parts:
                 self.wire.send_update(" ; ".join(parts))
-            except (QueryError, BackingError):
-                # The server refused the deferred write (all of the request, the release
-                # with it): release alone, so others need not wait for the claim's ttl.
-                if section.own is not None and len(parts) > 1:
-                    self.wire.send_update(parts[-1])
-                raise
+        except BaseException as exc:
+            if own is not None:
+                self._kept.done(own, keep=False)
+                if isinstance(exc, (QueryError, BackingError)) and (keep or len(parts) > 1):
+                    # The server refused the deferred write (all of the request, the
+                    # release with it): release alone, so others need not wait for the
+                    # claim's ttl.
+                    self.wire.send_update(delete_claims(self.graph, [own.node]))
+            raise
+        if own is not None:
+            self._kept.done(own, keep=keep)
+            if (
+                keep
+                and section.within is not None
+                and own.subjects != (range_node(section.within),)
+            ):
+                with self._held_lock:
+                    self._streak[section.within] = self._streak.get(section.within, 0) + 1
         if expired is not None and raise_expired:
             raise expired
 
@@ -394,12 +557,12 @@ class Leases:
         stack = self._active.__dict__.get("stack")
         if not stack or stack[-1].wrote or stack[-1].own is None:
             return None
-        own = stack[-1].own
-        if own.prefetch is None or subject not in own.subjects:
+        section = stack[-1]
+        if section.prefetch is None or subject not in section.prefetch_for:
             return None
         return [
             r
-            for r in own.prefetch
+            for r in section.prefetch
             if r.get("ps") == subject and "pp" in r and "po" in r and "pg" in r
         ]
 
@@ -412,12 +575,17 @@ class Leases:
 
 @dataclass
 class _Section:
-    """One ``exclusive`` block: the claims it writes under, its own claim, deferred writes."""
+    """One ``exclusive`` block: the claims it writes under, its own claim, deferred writes,
+    and what its claim's read brought."""
 
     fences: list[Claim]
     own: Claim | None
     pending: list[str] = field(default_factory=list)
     wrote: bool = False
+    within: str | None = None
+    prefetch: list[Row] | None = None
+    prefetch_for: frozenset[NamedNode] = frozenset()
+    others: bool = False  # the claim's read found another client waiting
 
 
 def check(claim: Claim) -> None:

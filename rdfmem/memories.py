@@ -300,8 +300,12 @@ class Memories:
                 f"{self.embedder.dimension}: search compares vectors of one model only"
             )
         literal = vector_literal(embeddings)
-        with self.store.exclusive(subject), self._index.writing(graph, subject) as vectors:
-            old = self._read([(graph, subject)]).get(subject.value)
+        within = subject.value[: subject.value.rindex(":") + 1]
+        with (
+            self.store.exclusive(subject, within=within),
+            self._index.writing(graph, subject) as vectors,
+        ):
+            old = self._stored(graph, subject)
             if old is not None and old.title != memory.title:
                 raise InvalidTitle(
                     memory.title,
@@ -403,6 +407,14 @@ class Memories:
 
     def _exists(self, graph: NamedNode, subject: NamedNode) -> bool:
         return self.store.ask(subject=subject, predicate=_RDF_TYPE, object=_CLASS, graph=graph)
+
+    def _stored(self, graph: NamedNode, subject: NamedNode) -> Memory | None:
+        """The memory stored at ``subject``, read by quad pattern: on a SPARQL server,
+        inside ``exclusive``, the lease's own read brought it along."""
+        props: dict[str, list[Any]] = {}
+        for quad in self.store.backend.match(subject, None, None, graph):
+            props.setdefault(quad.predicate.value, []).append(quad.object)
+        return _from_rdf(props) if props else None
 
     def _read(self, pairs: Iterable[tuple[NamedNode, NamedNode]]) -> dict[str, Memory]:
         """The stored memories among ``(graph, subject)`` pairs (one query), by subject IRI."""

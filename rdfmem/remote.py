@@ -121,6 +121,7 @@ class RemoteStore(RdfStore):
         hidden_graphs: Sequence[str] | None = None,
         lease_ttl_ms: int = 10_000,
         lease_wait_ms: int = 30_000,
+        lease_linger_ms: int = 250,
         max_quads_per_request: int | None = None,
         snapshot_reads: bool | None = None,
         transport: httpx.BaseTransport | None = None,
@@ -154,6 +155,7 @@ class RemoteStore(RdfStore):
             hidden_graphs=hidden_graphs,
             lease_ttl_ms=lease_ttl_ms,
             lease_wait_ms=lease_wait_ms,
+            lease_linger_ms=lease_linger_ms,
             max_quads_per_request=max_quads_per_request,
             snapshot_reads=snapshot_reads,
             transport=transport,
@@ -373,6 +375,13 @@ class RemoteStore(RdfStore):
         covering = leases._covering(subject)
         claim: Claim | None = None
         if covering is None:
+            # This client's sync side may keep a claim on the key: delete it first, or
+            # this claim would wait for it to linger out.
+            kept = leases._kept.take_covering([subject])
+            if kept:
+                await self._apost(
+                    {"update": delete_claims(leases.graph, [c.node for c in kept])}, update=True
+                )
             claim = await self.arun(
                 acquire(
                     leases.graph,
@@ -382,7 +391,7 @@ class RemoteStore(RdfStore):
                     max_wait_ms=leases.wait_ms,
                     label=subject.value,
                     pace=leases.pace,
-                    prefetch=backend.snapshot_reads(),
+                    prefetch=[subject] if backend.snapshot_reads() else (),
                 )
             )
         try:

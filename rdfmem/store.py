@@ -161,7 +161,9 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         view._init_kv()
         return view
 
-    def exclusive(self, *subjects: str | NamedNode) -> AbstractContextManager[Any]:
+    def exclusive(
+        self, *subjects: str | NamedNode, within: str | None = None
+    ) -> AbstractContextManager[Any]:
         """Hold the right to read-modify-write ``subjects`` (IRIs): on an embedded backend
         the process-wide write lock, on a SPARQL server a lease every client respects.
 
@@ -170,8 +172,12 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         ...     if not store.ask(subject="urn:doc:1"):
         ...         store.assert_("urn:doc:1", "urn:rev", 1)
 
+        ``within``: an IRI prefix (ending in ``:``, ``/`` or ``#``) of every subject; a
+        client that keeps writing in it alone may then claim all of it at once, one request
+        less per write (``rdfmem.leases.Leases``).
+
         Raises:
-            InvalidTerm: a subject that is not an IRI.
+            InvalidTerm: a subject that is not an IRI, or one outside ``within``.
             LeaseDenied: (remote) another client kept the lease too long.
         """
         nodes = []
@@ -180,7 +186,13 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
                 nodes.append(subject if isinstance(subject, NamedNode) else NamedNode(subject))
             except ValueError as exc:
                 raise InvalidTerm(f"not an IRI: {subject!r}") from exc
-        return self.backend.exclusive(nodes)
+        if within is not None and (
+            within[-1:] not in (":", "/", "#") or any(not n.value.startswith(within) for n in nodes)
+        ):
+            raise InvalidTerm(
+                f"within={within!r} must end in ':', '/' or '#' and begin every subject"
+            )
+        return self.backend.exclusive(nodes, within)
 
     def _run_async(self, fn: Callable[..., Any], *args: Any) -> Any:
         return self.backend.run_async(fn, *args)

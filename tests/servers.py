@@ -238,6 +238,19 @@ class VirtuosoServer(Server):
             ).raise_for_status()
 
 
+def each_server(workdir: Path) -> Iterator[tuple[str, Server]]:
+    """For the benchmarks: Oxigraph server, then Virtuoso when it is installed, each started
+    on its own directory under ``workdir``, given with its name, stopped after its turn."""
+    kinds: list[tuple[str, type[Server]]] = [("Oxigraph server", OxigraphServer)]
+    if shutil.which("virtuoso-t"):
+        kinds.append(("Virtuoso", VirtuosoServer))
+    for name, kind in kinds:
+        directory = workdir / kind.name
+        directory.mkdir()
+        for server in _started(kind, directory):
+            yield name, server
+
+
 def _started(kind: type[Server], workdir: Path) -> Iterator[Server]:
     server = kind(workdir)
     server.start()

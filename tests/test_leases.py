@@ -67,7 +67,14 @@ def _interleave(seed: int, contenders: int, rounds: int) -> list[str]:
     holding: dict[str, set[int]] = {}
     log: list[str] = []
     wants = [random.sample(SUBJECTS, random.randint(1, 2)) for _ in range(contenders)]
-    running = {i: _contender(wants[i], rounds, holding, i, log) for i in range(contenders)}
+    drive(store, {i: _contender(wants[i], rounds, holding, i, log) for i in range(contenders)})
+    assert len(store) == 0, "every claim is released"
+    return log
+
+
+def drive(store: Store, running: dict[int, Iterator[Any]]) -> None:
+    """Run the contenders' steps against ``store``, one step at a time, the next contender
+    chosen by ``random`` (seeded by the caller), until every one has finished."""
     replies: dict[int, Any] = dict.fromkeys(running)
     steps = 0
     while running:
@@ -84,8 +91,6 @@ def _interleave(seed: int, contenders: int, rounds: int) -> list[str]:
             replies[me] = _rows(store, step.sparql)
         elif isinstance(step, Update):
             store.update(step.sparql)
-    assert len(store) == 0, "every claim is released"
-    return log
 
 
 @pytest.mark.parametrize("seed", range(100))

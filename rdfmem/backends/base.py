@@ -146,10 +146,13 @@ class Backend(ABC):
             items = [q.triple for q in self.match(None, None, None, graph)]
         return bytes(serialize(items, None, format, prefixes=dict(prefixes or {})) or b"")
 
-    def exclusive(self, subjects: Sequence[NamedNode]) -> AbstractContextManager[Any]:
+    def exclusive(
+        self, subjects: Sequence[NamedNode], within: str | None = None
+    ) -> AbstractContextManager[Any]:
         """Hold the right to read-modify-write ``subjects`` (here: the process-wide lock).
 
-        A remote backend overrides this with a lease shared by every client of the server.
+        A remote backend overrides this with a lease shared by every client of the server
+        (``within``: an IRI prefix of every subject, which it may claim instead).
         """
         return self.lock
 
