@@ -39,6 +39,9 @@ class KeptClaims:
         self._busy: set[str] = set()
         self._reaper: threading.Thread | None = None
         self._closed = False
+        #: How often kept claims were used again rather than lingering out (a moving
+        #: average: 1 when every kept claim served a next section).
+        self.reuse = 1.0
 
     def mine(self) -> frozenset[str]:
         """The tokens of every claim of this client, busy or idle."""
@@ -54,6 +57,7 @@ class KeptClaims:
                 if claim.deadline - now > self.spare_s and all(claim.covers(s) for s in subjects):
                     del self._idle[token]
                     self._busy.add(token)
+                    self.reuse = 0.9 * self.reuse + 0.1
                     return claim
         return None
 
@@ -115,6 +119,7 @@ class KeptClaims:
                     continue
                 for claim in due:
                     del self._idle[claim.token]
+                    self.reuse *= 0.9
             with suppress(Exception):  # outside the lock: sections need not wait for it
                 self._delete(due)
 

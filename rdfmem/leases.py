@@ -256,6 +256,7 @@ class Leases:
     linger_ms: int = 250
 
     CONTENDED_S: ClassVar[float] = 30.0
+    RECENT_S: ClassVar[float] = 60.0
     ESCALATE_AFTER: ClassVar[int] = 2
 
     def __post_init__(self) -> None:
@@ -270,6 +271,8 @@ class Leases:
         # subject IRI -> (monotonic time its calm ends, how long it lasts)
         self._contended: dict[str, tuple[float, float]] = {}
         self._streak: dict[str, int] = {}  # range prefix -> uncontended sections in a row
+        self._recent: dict[str, float] = {}  # subject IRI -> when this client last claimed it
+        self._sampled = 0
 
     def acquire(
         self, subjects: Sequence[NamedNode], ttl_ms: int, max_wait_ms: int, label: str
@@ -422,7 +425,10 @@ class Leases:
                 pace=self.pace,
                 prefetch=missing if self.wire.snapshot_reads() else (),
                 ignore=frozenset(c.token for c in section.fences) | self._kept.mine(),
-                near=within,
+                # Whether others write in the range matters only while it may be claimed.
+                near=None
+                if within is None or self._contended_now([range_node(within)])
+                else within,
             ),
             self.wire,
         )
@@ -480,7 +486,31 @@ class Leases:
             return False
         if section.others or own.waited or self._contended_now(own.subjects):
             return False
-        return own.deadline - time.monotonic() > self.ttl_ms / 2000.0
+        now = time.monotonic()
+        if own.deadline - now <= self.ttl_ms / 2000.0:
+            return False
+        within = section.within
+        if within is not None and own.subjects == (range_node(within),):
+            return True
+        if self._kept.reuse < 0.3:
+            # Most kept claims lingered out unused (each then cost a request to delete):
+            # keep one in eight, to notice when they would serve again.
+            self._sampled = (self._sampled + 1) % 8
+            if self._sampled:
+                return False
+        if within is None:
+            return True
+        # A claim on one subject of a range this client may not claim whole (others write
+        # there) is kept only for a subject it writes again and again: a new memory's
+        # claim would never be used again.
+        names = [s.value for s in own.subjects]
+        with self._held_lock:
+            again = any(now - self._recent.get(n, -1e9) < self.RECENT_S for n in names)
+            if len(self._recent) > 4096:
+                self._recent = {k: t for k, t in self._recent.items() if now - t < self.RECENT_S}
+            for name in names:
+                self._recent[name] = now
+        return again or not self._contended_now([range_node(within)])
 
     def _sections(self) -> list[_Section]:
         stack: list[_Section] = self._active.__dict__.setdefault("stack", [])

@@ -17,10 +17,13 @@ instead of ``run``. The other ``a*`` twins run the sync call on a thread.
 
 Writes under leases: a write of one request made inside an ``exclusive`` block that took
 its own lease (``Memories.save``'s update, a key/value write) travels with the lease's
-release, in one request; ``clear_graph`` is one ``CLEAR`` request under a lease on every
-subject; ``restore`` replaces the entries in one request under the same lease (a write
-too large for one Virtuoso request is staged first: ``SparqlBackend``). A request is all
-or nothing on the server, also when the server is killed while it runs.
+release, in one request, or alone when the client keeps its claim for its next write there
+(nobody else wanted it: two requests a write, ``rdfmem.leases.Leases``); the async twins
+take a new claim each time and release it with the write. ``clear_graph`` is one
+``CLEAR`` request under a lease on every subject; ``restore`` replaces the entries in one
+request under the same lease (a write too large for one Virtuoso request is staged first:
+``SparqlBackend``). A request is all or nothing on the server, also when the server is
+killed while it runs.
 
 Everything ``RdfStore`` offers works unchanged (see ``rdfmem.backends.sparql`` for what
 "the default graph" and blank nodes mean on a server, and ``rdfmem.leases`` for why the

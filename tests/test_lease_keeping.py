@@ -274,3 +274,17 @@ def test_a_process_that_ends_without_closing_deletes_its_kept_claims(server: Ser
     other.set("k", 3)  # no wait
     assert other.get("k") == 3
     other.close()
+
+
+def test_a_client_does_not_claim_a_namespace_another_client_writes_in(server: Server) -> None:
+    holder = server.connect()
+    lease = holder.acquire_lease("held", 10_000, 0)  # a claim on one key of the namespace
+    counting = _Counting()
+    writer = server.connect(transport=counting, lease_wait_ms=0)
+    for i in range(6):  # claiming the whole namespace would wait for "held": LeaseDenied
+        writer.set(f"new {i}", i)
+    assert counting.sent / 6 > 2.5  # claims of its own keys, each new: three requests
+    assert [writer.get(f"new {i}") for i in range(6)] == list(range(6))
+    holder.release_lease(lease)
+    holder.close()
+    writer.close()
