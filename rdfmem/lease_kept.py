@@ -37,6 +37,7 @@ class KeptClaims:
         self._cond = threading.Condition()
         self._idle: dict[str, tuple[Claim, float]] = {}  # token -> (claim, unused since)
         self._busy: set[str] = set()
+        self._dying: set[str] = set()  # lingered out, being deleted by the reaper
         self._reaper: threading.Thread | None = None
         self._closed = False
         #: How often kept claims were used again rather than lingering out (a moving
@@ -44,9 +45,10 @@ class KeptClaims:
         self.reuse = 1.0
 
     def mine(self) -> frozenset[str]:
-        """The tokens of every claim of this client, busy or idle."""
+        """The tokens of every claim of this client on the server: busy, idle, or being
+        deleted (another of its reads must not take them for another client's)."""
         with self._cond:
-            return frozenset(self._idle) | frozenset(self._busy)
+            return frozenset(self._idle) | frozenset(self._busy) | frozenset(self._dying)
 
     def take(self, subjects: Sequence[NamedNode]) -> Claim | None:
         """An idle claim covering every one of ``subjects`` with more than ``spare_s`` of
@@ -119,9 +121,12 @@ class KeptClaims:
                     continue
                 for claim in due:
                     del self._idle[claim.token]
+                    self._dying.add(claim.token)
                     self.reuse *= 0.9
             with suppress(Exception):  # outside the lock: sections need not wait for it
                 self._delete(due)
+            with self._cond:
+                self._dying.difference_update(c.token for c in due)
 
 
 @atexit.register
