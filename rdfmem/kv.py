@@ -11,6 +11,7 @@ from .backends.base import Backend
 from .errors import IncompatibleSnapshot, InvalidKey
 from .index.hub import hub_of
 from .keys import KeyCodec, decode_value, encode_value, loads
+from .lease_steps import RANGE_DELIMITERS
 
 __all__ = ["KeyValue", "SNAPSHOT_TYPE", "SNAPSHOT_VERSION"]
 
@@ -67,6 +68,9 @@ class KeyValue:
 
     def _init_kv(self) -> None:
         self._cache = _ReadCache(self.backend) if self.backend.exclusive_writer else None
+        # This namespace's subject prefix as a lease range (``exclusive``'s ``within``).
+        prefix = self._codec.ns_prefix
+        self._range = prefix if prefix[-1:] and prefix[-1] in RANGE_DELIMITERS else None
 
     def _wrote_entries(self) -> None:
         # Named apart from TripleStore._wrote: RdfStore inherits both, and a triple-level
@@ -107,11 +111,6 @@ class KeyValue:
                 cache.put(key, text, generation)
         return loads(text) if text else default
 
-    def _range(self) -> str | None:
-        """This namespace's subject prefix, as a lease range (``exclusive``'s ``within``)."""
-        prefix = self._codec.ns_prefix
-        return prefix if prefix[-1:] in (":", "/", "#") else None
-
     def set(self, key: str, value: Any) -> None:
         """Store a JSON value under ``key``; the last write wins.
 
@@ -121,7 +120,7 @@ class KeyValue:
         """
         subject = self._codec.subject(key)
         new = self._entry(subject, value)
-        with self.backend.exclusive([subject], self._range()):
+        with self.backend.exclusive([subject], self._range):
             self.backend.apply(self._entry_quads(subject), [new])
             self._wrote_entries()
             if self._cache is not None:
@@ -139,7 +138,7 @@ class KeyValue:
     def delete(self, key: str) -> bool:
         """Remove ``key``'s entry; True when there was one."""
         subject = self._codec.subject(key)
-        with self.backend.exclusive([subject], self._range()):
+        with self.backend.exclusive([subject], self._range):
             old = self._entry_quads(subject)
             if not old:
                 return False
@@ -163,7 +162,7 @@ class KeyValue:
             and nothing is written either.
         """
         subject = self._codec.subject(key)
-        with self.backend.exclusive([subject], self._range()):
+        with self.backend.exclusive([subject], self._range):
             old = self._entry_quads(subject)
             current = decode_value(old[0].object) if old else None
             value = fn(current)

@@ -25,6 +25,7 @@ from .terms import sparql_term
 __all__ = [
     "CLAIM_PREFIX",
     "EVERY",
+    "RANGE_DELIMITERS",
     "RANGE_PREFIX",
     "Claim",
     "Lease",
@@ -57,7 +58,8 @@ EVERY = NamedNode("urn:rdfmem:lease-on:every-subject")
 #: A claim on ``RANGE_PREFIX + p`` claims every subject whose IRI starts with ``p`` (``p``
 #: ends with ``:``, ``/`` or ``#``): see ``range_node``.
 RANGE_PREFIX = "urn:rdfmem:lease-range:"
-_DELIMITERS = ":/#"
+#: The characters a range prefix may end with.
+RANGE_DELIMITERS = ":/#"
 T = TypeVar("T")
 Row: TypeAlias = Mapping[str, Any]
 
@@ -148,8 +150,8 @@ def range_node(prefix: str) -> NamedNode:
     >>> range_node("urn:rdfmem:memory:session:").value
     'urn:rdfmem:lease-range:urn:rdfmem:memory:session:'
     """
-    if not prefix or prefix[-1] not in _DELIMITERS:
-        raise ValueError(f"a lease range ends with one of {_DELIMITERS!r}: {prefix!r}")
+    if not prefix or prefix[-1] not in RANGE_DELIMITERS:
+        raise ValueError(f"a lease range ends with one of {RANGE_DELIMITERS!r}: {prefix!r}")
     return NamedNode(RANGE_PREFIX + prefix)
 
 
@@ -157,8 +159,18 @@ def _ranges_over(iri: str) -> list[NamedNode]:
     """The range subjects that contain ``iri``: one per prefix ending at a delimiter (for
     a range subject, the ranges containing its prefix, itself included)."""
     text = iri[len(RANGE_PREFIX) :] if iri.startswith(RANGE_PREFIX) else iri
-    cuts = [i + 1 for i, ch in enumerate(text) if ch in _DELIMITERS]
+    cuts = [i + 1 for i, ch in enumerate(text) if ch in RANGE_DELIMITERS]
     return [NamedNode(RANGE_PREFIX + text[:cut]) for cut in cuts]
+
+
+def _in_ranges(var: str, prefixes: Sequence[str]) -> str:
+    """A filter expression: ``var`` is an IRI in one of the ranges ``prefixes``, or the
+    subject of a range within one of them."""
+    return " || ".join(
+        f"STRSTARTS(STR({var}), {sparql_term(Literal(text))})"
+        for prefix in prefixes
+        for text in (prefix, RANGE_PREFIX + prefix)
+    )
 
 
 def _conflicting(var: str, subjects: Sequence[NamedNode]) -> str:
@@ -176,12 +188,7 @@ def _conflicting(var: str, subjects: Sequence[NamedNode]) -> str:
     group = f"{{ VALUES ?s {{ {_values(list(exact))} }} {on} }}"
     ranges = [s.value[len(RANGE_PREFIX) :] for s in subjects if s.value.startswith(RANGE_PREFIX)]
     if ranges:
-        tests = " || ".join(
-            f"STRSTARTS(STR(?s), {sparql_term(Literal(text))})"
-            for prefix in ranges
-            for text in (prefix, RANGE_PREFIX + prefix)
-        )
-        group += f" UNION {{ {on} FILTER({tests}) }}"
+        group += f" UNION {{ {on} FILTER({_in_ranges('?s', ranges)}) }}"
     return group
 
 
@@ -241,11 +248,9 @@ def _read_claims(
             f"FILTER(?pg != {g}) }}"
         )
     if near is not None:
-        tests = " || ".join(
-            f"STRSTARTS(STR(?ns), {sparql_term(Literal(text))})"
-            for text in (near, RANGE_PREFIX + near)
+        body += (
+            f" UNION {{ GRAPH {g} {{ ?n {LEASE_ON} ?ns FILTER({_in_ranges('?ns', [near])}) }} }}"
         )
-        body += f" UNION {{ GRAPH {g} {{ ?n {LEASE_ON} ?ns FILTER({tests}) }} }}"
     return (
         "SELECT ?c ?holder ?start ?ttl ?ticket ?saw ?ps ?pp ?po ?pg ?n (NOW() AS ?now) "
         f"WHERE {{ {body} }}"
@@ -469,8 +474,8 @@ def confirm(
     """The step with which a client that kept ``claim`` after a write begins its next
     section under it: one read of the claims that conflict with it (do others wait?) and
     of the ``prefetch`` subjects' quads (claims in ``ignore``, this client's own, are no
-    one waiting). The claim excludes every other client while it
-    lives, so that read needs no snapshot: nobody else writes those subjects meanwhile."""
+    one waiting). The claim excludes every other client while it lives, so that read
+    needs no snapshot: nobody else writes those subjects meanwhile."""
     rows = yield Select(_read_claims(graph, claim.subjects, claim.node, prefetch))
     claims = _seen(rows or [])
     mine = claims.pop(claim.token, None)

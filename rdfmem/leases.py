@@ -321,11 +321,18 @@ class Leases:
 
     def surrender(self, subjects: Sequence[NamedNode]) -> None:
         """Delete this client's kept claims that cover any of ``subjects`` (all of them for
-        none), so that a claim taken outside ``exclusive`` (an async task, a held lease)
-        does not wait for them."""
+        none), so that a claim taken outside ``exclusive`` (a held lease) does not wait for
+        them."""
+        request = self.surrendering(subjects)
+        if request is not None:
+            self.wire.send_update(request)
+
+    def surrendering(self, subjects: Sequence[NamedNode]) -> str | None:
+        """``surrender`` for a caller that sends the request itself (the async twins): the
+        kept claims covering ``subjects`` are kept no more, and this update deletes them;
+        None when there are none."""
         claims = self._kept.take_covering(subjects)
-        if claims:
-            self.wire.send_update(delete_claims(self.graph, [c.node for c in claims]))
+        return delete_claims(self.graph, [c.node for c in claims]) if claims else None
 
     def close(self) -> None:
         """Delete every kept claim (one request; a server that does not answer lets them
@@ -396,8 +403,7 @@ class Leases:
             try:
                 seen = run(confirm(self.graph, kept, missing, ignore=self._kept.mine()), self.wire)
             except BaseException:
-                self._kept.done(kept, keep=False)
-                self._delete([kept])
+                self._drop(kept)
                 raise
             if seen.alive:
                 section.own, section.prefetch = kept, seen.rows
@@ -407,8 +413,7 @@ class Leases:
                     self._contend(kept.subjects, section.within)
                 section.fences.append(kept)
                 return
-            self._kept.done(kept, keep=False)
-            self._delete([kept])
+            self._drop(kept)
         target = missing
         within = section.within
         if within is not None and EVERY not in missing and self._escalate(within):
@@ -440,6 +445,11 @@ class Leases:
         section.prefetch_for = frozenset(missing)
         self._kept.using(own)
         section.fences.append(own)
+
+    def _drop(self, kept: Claim) -> None:
+        """Stop keeping ``kept`` and delete it on the server."""
+        self._kept.done(kept, keep=False)
+        self._delete([kept])
 
     def _contend(
         self, subjects: Sequence[NamedNode], within: str | None, *, soft: bool = False

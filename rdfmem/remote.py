@@ -380,11 +380,9 @@ class RemoteStore(RdfStore):
         if covering is None:
             # This client's sync side may keep a claim on the key: delete it first, or
             # this claim would wait for it to linger out.
-            kept = leases._kept.take_covering([subject])
-            if kept:
-                await self._apost(
-                    {"update": delete_claims(leases.graph, [c.node for c in kept])}, update=True
-                )
+            surrender = leases.surrendering([subject])
+            if surrender is not None:
+                await self._apost({"update": surrender}, update=True)
             claim = await self.arun(
                 acquire(
                     leases.graph,

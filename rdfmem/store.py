@@ -15,6 +15,7 @@ from .backends.oxigraph import OxigraphBackend
 from .errors import InvalidTerm
 from .keys import KeyCodec
 from .kv import KeyValue
+from .lease_steps import RANGE_DELIMITERS
 from .ontology import PREFIXES
 from .triples import TripleStore
 
@@ -187,10 +188,12 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
             except ValueError as exc:
                 raise InvalidTerm(f"not an IRI: {subject!r}") from exc
         if within is not None and (
-            within[-1:] not in (":", "/", "#") or any(not n.value.startswith(within) for n in nodes)
+            not within
+            or within[-1] not in RANGE_DELIMITERS
+            or any(not n.value.startswith(within) for n in nodes)
         ):
             raise InvalidTerm(
-                f"within={within!r} must end in ':', '/' or '#' and begin every subject"
+                f"within={within!r} must end in one of {RANGE_DELIMITERS!r} and begin every subject"
             )
         return self.backend.exclusive(nodes, within)
 

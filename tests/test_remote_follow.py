@@ -68,13 +68,19 @@ def titles(memories: Memories, query: str) -> list[str]:
     return [m.title for m, _ in memories.search(query, limit=3)]
 
 
-def test_another_process_save_and_forget_are_seen_by_the_next_search(
-    server: Server, writer: Writer
-) -> None:
+def tea_found(server: Server) -> tuple[RdfStore, Memories]:
+    """A client keeping the change log that saved one memory and found it by search."""
     store = server.connect(change_log=True)
     memories = Memories(store, project="shared")
     memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
     assert titles(memories, "green tea") == ["Tea"]
+    return store, memories
+
+
+def test_another_process_save_and_forget_are_seen_by_the_next_search(
+    server: Server, writer: Writer
+) -> None:
+    store, memories = tea_found(server)
     writer.send("save Deploy|Deploy with make release on Fridays.")
     assert titles(memories, "how do we deploy a release")[0] == "Deploy"
     writer.send("save Deploy|Deploy with the pipeline, never by hand.")
@@ -127,10 +133,7 @@ def test_only_the_changed_subjects_are_fetched_again(server: Server, writer: Wri
 
 
 def test_raw_writes_of_other_clients_are_seen_after_refresh(server: Server) -> None:
-    store = server.connect(change_log=True)
-    memories = Memories(store, project="shared")
-    memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
-    assert titles(memories, "green tea") == ["Tea"]
+    store, memories = tea_found(server)
     every_vector_removed_by_another_client(server)  # behind the log's back
     assert titles(memories, "green tea") == ["Tea"]  # the rule: not seen yet
     refresh(store)
@@ -139,10 +142,7 @@ def test_raw_writes_of_other_clients_are_seen_after_refresh(server: Server) -> N
 
 
 def test_a_raw_update_through_rdfmem_reads_everything_again(server: Server) -> None:
-    store = server.connect(change_log=True)
-    memories = Memories(store, project="shared")
-    memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
-    assert titles(memories, "green tea") == ["Tea"]
+    store, memories = tea_found(server)
     store.sparql_update(REMOVE_EVERY_VECTOR)
     assert titles(memories, "green tea") == []
     store.close()
@@ -159,10 +159,7 @@ def test_without_the_change_log_every_search_reads_the_server(server: Server) ->
 
 
 def test_raw_writes_of_other_clients_are_seen_once_the_vectors_are_old(server: Server) -> None:
-    store = server.connect(change_log=True)
-    memories = Memories(store, project="shared")
-    memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
-    assert titles(memories, "green tea") == ["Tea"]
+    store, memories = tea_found(server)
     kept = follower(store, EMBEDDING)
     assert kept is not None
     kept.max_age_s = 0.0  # every graph read whole at each search
