@@ -47,8 +47,8 @@ import numpy as np
 from rdfmem import DecisionGraph, Memories, Memory, RdfStore
 from rdfmem.decisions import Node
 from rdfmem.embeddings import HashingEmbedder, vector_literal
-from rdfmem.index import VectorSet, indexes
 from rdfmem.memories import _triples
+from rdfmem.store.indexes import VectorSet
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -293,7 +293,7 @@ def agent_loop(sizes: list[int], budget: float, folder: str) -> list[dict[str, A
             row[f"rebuild_{name}"] = time.perf_counter() - t0
             row[name] = turns_per_second(turn, budget, 2_000)
             if name == "memory":
-                hub = indexes(store)
+                hub = store.indexes
                 assert hub is not None
                 vec = sum(v.nbytes() for v in hub._vectors.values())
                 nodes = sum(g.nbytes() for g in hub._graphs.values())

@@ -39,8 +39,8 @@ import pyoxigraph
 from pyoxigraph import Literal, NamedNode, RdfFormat, Store, Variable
 
 from rdfmem import RdflibBackend, RdfStore
-from rdfmem import _decision_queries as q
 from rdfmem.decisions import DecisionGraph, Edge, EdgeType, Node, NodeType
+from rdfmem.domain import decision_queries as q
 
 NODE_TYPES: tuple[NodeType, ...] = get_args(NodeType)
 EDGE_TYPES: tuple[EdgeType, ...] = get_args(EdgeType)
@@ -310,7 +310,7 @@ def main() -> None:
         "least 20,000 nodes+edges per second; under 10× the dict BFS (an aim).",
         "",
         "What the columns hold: on an embedded store rdfmem answers from its decision index "
-        "(`rdfmem.index.GraphIndex`: nodes, and links both ways, kept up to date by every "
+        "(`rdfmem.store.indexes.GraphIndex`: nodes, and links both ways, kept up to date by every "
         "write; `path_between` a breadth-first search from both ends that stops where they "
         "meet), and builds a `Node` per node returned. (a) sends the requests a remote store "
         "sends (the shipped `descendants.rq` and `descendant_links.rq`, one `?source "

@@ -5,7 +5,7 @@ processes (each on its own keys): rdfmem's ``get`` / ``set`` / ``update``, again
 very same SPARQL requests sent by plain httpx (the floor: recorded from rdfmem, replayed
 without parsing anything). Also shown: ``update`` from 4 clients on one shared key (the
 lease queue at work), and a naive single-request ``DELETE/INSERT WHERE`` increment, which is
-fast but loses updates when clients share a key (see ``rdfmem.leases``).
+fast but loses updates when clients share a key (see ``rdfmem.backends.sparql.leases``).
 
 Run: ``python benchmarks/bench_remote.py [--quick]``; writes ``benchmarks/results/remote.md``.
 """
@@ -364,7 +364,7 @@ def bench_async(urls: tuple[str, str], tasks: int, per_task: int, rounds: int = 
         f"connections, as before) spent {cpu_ms['httpx'] / cpu_ms['threads']:.1f} times the "
         "client CPU per pair of the sync client (2.0 times in the first run of this "
         "table), and 200 tasks on one loop were 0.68x of 8 threads in the run before this "
-        "change. `rdfmem.remote_http.LeanTransport` (HTTP/1.1 on asyncio "
+        "change. `rdfmem.backends.sparql.http.LeanTransport` (HTTP/1.1 on asyncio "
         "streams, parsed by h11) replaces it under the same `httpx.AsyncClient` for "
         "`http://` URLs, with up to 16 requests in flight. JSON parsing and the lease "
         "protocol are the same for every driver, except that the async twins take a new "
@@ -459,7 +459,7 @@ def bench_agents(urls: tuple[str, str], stored: int, budget: float) -> list[str]
         "`bench_agent_loop.py`; each agent is its own process with its own client, turns "
         f"for {budget:.0f} s after a warm one, all started together. Every client keeps "
         "the change log (`change_log=True`), so a search fetches only the vectors other "
-        "agents changed since its last look (`rdfmem.index.follow`).",
+        "agents changed since its last look (`rdfmem.store.indexes.follow`).",
         "",
         "| agents | turns/s per agent (each) | turns/s per agent (mean) | turns/s in total |",
         "|---:|---|---:|---:|",

@@ -28,7 +28,6 @@ import httpx
 
 from rdfmem import Memories, Memory, RdfStore
 from rdfmem.embeddings import EMBEDDING
-from rdfmem.index.follow import follower as follower_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from servers import OxigraphServer

@@ -5,11 +5,8 @@ or any SPARQL 1.1 server; the decision graph, generalisations and scoped memorie
 are plain RDF that any SPARQL tool can read.
 """
 
-from .backends import Backend, OxigraphBackend, RdflibBackend, SparqlBackend
-from .checkpoint import Checkpoint
-from .context import ContextUpdate
-from .decisions import DecisionGraph, Edge, Node
-from .errors import (
+from rdfmem.backends import Backend, OxigraphBackend, RdflibBackend, SparqlBackend
+from rdfmem.core.errors import (
     BackingError,
     CheckpointError,
     DecisionGraphError,
@@ -36,13 +33,16 @@ from .errors import (
     StoreError,
     Unreachable,
 )
-from .generalisations import Generalisation, Generalisations
-from .memories import Memories, Memory
-from .ontology import ontology_path
-from .remote import Endpoint, Lease, RemoteStore
-from .results import GraphResult, SelectResult
-from .store import RdfStore
-from .typed import TypedStore
+from rdfmem.core.ontology import ontology_path
+from rdfmem.core.results import GraphResult, SelectResult
+from rdfmem.domain.checkpoint import Checkpoint
+from rdfmem.domain.context import ContextUpdate
+from rdfmem.domain.decisions import DecisionGraph, Edge, Node
+from rdfmem.domain.generalisations import Generalisation, Generalisations
+from rdfmem.domain.memories import Memories, Memory
+from rdfmem.store.rdfstore import RdfStore, RemoteStore
+from rdfmem.store.remote import Endpoint, Lease
+from rdfmem.store.typed import TypedStore
 
 __all__ = [
     "Backend",

@@ -1,3 +1,3 @@
-from .cli import main
+from rdfmem.cli import main
 
 main()

@@ -27,7 +27,7 @@ import pytest
 from conftest import need
 
 from rdfmem import RdfStore
-from rdfmem.remote import RemoteStore
+from rdfmem import RemoteStore
 
 #: The ini Debian's virtuoso-opensource installs; each test server runs on a copy of it.
 _VIRTUOSO_INI = "/etc/virtuoso-opensource-7/virtuoso.ini"

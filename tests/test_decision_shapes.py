@@ -14,8 +14,8 @@ import pytest
 import rdflib
 
 from rdfmem import OxigraphBackend, RdflibBackend, RdfStore
+from rdfmem.core.ontology import ontology_path
 from rdfmem.decisions import DecisionGraph, Edge, Node
-from rdfmem.ontology import ontology_path
 
 RM = "https://w3id.org/rdfmem#"
 DCT = "http://purl.org/dc/terms/"

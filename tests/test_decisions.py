@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from pyoxigraph import Literal, NamedNode, RdfFormat, Store, Variable
 
 from rdfmem import DecisionGraphError, NodeNotFound, RdfStore
+from rdfmem.core.ontology import named_query, ontology_path
 from rdfmem.decisions import DEFAULT_GRAPH, DecisionGraph, Edge, Node
-from rdfmem.ontology import named_query, ontology_path
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2025, 3, 1, 9, 30, tzinfo=UTC)

@@ -13,8 +13,8 @@ from SPARQLWrapper import JSON, SPARQLWrapper
 
 from rdfmem import RdfStore
 from rdfmem.cli import cli
-from rdfmem.demo import run_demo
-from rdfmem.ontology import named_query, ontology_path
+from rdfmem.cli.demo import run_demo
+from rdfmem.core.ontology import named_query, ontology_path
 from rdfmem.server import BackgroundServer
 
 
@@ -117,7 +117,7 @@ def test_demo_replaces_its_own_folder_and_refuses_others(tmp_path: Path) -> None
 
 
 def test_demo_skips_a_missing_part_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "rdfmem.decisions", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "rdfmem.domain.decisions", None)  # as if not installed
     report = run_demo(tmp_path / "d")
     assert any(line.startswith("decision graph:") for line in report.skipped)
     assert {s.name for s in report.queries} >= {"memories_by_topic", "generalisations_by_level"}

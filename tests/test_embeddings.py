@@ -13,6 +13,7 @@ from conftest import need
 from pyoxigraph import Literal
 
 from rdfmem import RdfStore
+from rdfmem.core.errors import InvalidValue
 from rdfmem.embeddings import (
     FLOAT32_VECTOR,
     Embedder,
@@ -22,7 +23,6 @@ from rdfmem.embeddings import (
     top_k,
     vector_literal,
 )
-from rdfmem.errors import InvalidValue
 from rdfmem.memories import Memories, Memory
 
 DOCS = {

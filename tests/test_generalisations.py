@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 from pyoxigraph import Literal, NamedNode
 
 from rdfmem import RdfStore
-from rdfmem.errors import (
+from rdfmem.core.errors import (
     GeneralisationNotFound,
     GeneralisationParseError,
     InvalidKey,
     NotAGeneralisation,
 )
+from rdfmem.core.ontology import named_query, ontology_path
 from rdfmem.generalisations import PREFIX, Generalisation, Generalisations, decode, encode
-from rdfmem.ontology import named_query, ontology_path
 
 GRALKOR_HEADER = 'GEN|v1|{"id":"abc123","level":2,"confidence":0.85,"generalises":["def456"]}'
 GRALKOR_TEXT = "Eli prefers concise, structured responses by default."

@@ -15,7 +15,7 @@ from test_server_support import (
     Listener,
 )
 
-from rdfmem.sparql_guard import find_forbidden
+from rdfmem.core.guard import find_forbidden
 
 pytest_plugins = ["test_server_support"]
 

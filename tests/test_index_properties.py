@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from rdfmem import DecisionGraph, Memories, Memory, RdfStore
 from rdfmem.backends.oxigraph import OxigraphBackend
-from rdfmem.errors import RdfMemError
+from rdfmem.core.errors import RdfMemError
 
 IDS = ["a", "?b", "c d", "é", "?x", "f"]
 TITLES = ["Release Steps", "Tea", "API v2", "Deploy Plan", "?Odd"]

@@ -1,4 +1,4 @@
-"""rdfmem.index: the vector set (exact and approximate) and which writes make indexes stale."""
+"""rdfmem.store.indexes: the vector set (exact and approximate) and which writes make indexes stale."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from rdfmem import DecisionGraph, Memories, Memory, RdfStore
 from rdfmem.backends.oxigraph import OxigraphBackend
 from rdfmem.embeddings import EMBEDDING
-from rdfmem.index import VectorSet, indexes
+from rdfmem.store.indexes import VectorSet
 
 
 def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -80,7 +80,7 @@ def test_key_value_writes_leave_memory_and_decision_indexes_fresh() -> None:
     graph.add_node({"id": "g", "type": "goal", "label": "Ship"})
     memories.search("tea")
     graph.query("active_goals")
-    hub = indexes(store)
+    hub = store.indexes
     assert hub is not None
     vectors = hub.vectors(("urn:rdfmem:memories:global",), EMBEDDING.value)
     decisions = hub.graph_index(graph.graph)
@@ -108,7 +108,7 @@ def test_a_store_other_clients_write_has_no_index_and_reads_afresh() -> None:
     oxigraph = writer.backend
     assert isinstance(oxigraph, OxigraphBackend)
     reader = RdfStore(Shared(store=oxigraph.store))
-    assert indexes(reader) is None
+    assert reader.indexes is None
     mine, theirs = Memories(reader), Memories(writer)
     assert mine.search("tea") == []
     theirs.save(Memory("global", "Tea", "green tea"))
@@ -137,7 +137,7 @@ def test_sessions_share_the_global_vectors_and_never_see_each_other() -> None:
     second.save(Memory("session", "Tea Note", "tea for session b"))
     assert {m.title for m, _ in first.search("tea")} == {"Tea Order", "Tea"}
     assert {m.title for m, _ in second.search("tea")} == {"Tea Note", "Tea"}
-    hub = indexes(store)
+    hub = store.indexes
     assert hub is not None
     sets = [v for v in hub._vectors.values() if "urn:rdfmem:memories:global" in v.graphs]
     assert [len(v) for v in sets] == [1]  # one set for the global graph, held once

@@ -17,9 +17,9 @@ from langgraph.warnings import LangGraphDeprecatedSinceV10
 from test_langgraph_store import no_pending_garbage, threaded  # noqa: F401
 
 from rdfmem import RdfStore
+from rdfmem.core.results import SelectResult
 from rdfmem.embeddings import HashingEmbedder
 from rdfmem.langgraph import RdfBaseStore
-from rdfmem.results import SelectResult
 
 with warnings.catch_warnings():
     # trustcall, which langmem imports, still imports Send from langgraph.constants.

@@ -17,10 +17,10 @@ import rdflib
 from langgraph.store.base import IndexConfig, InvalidNamespaceError, PutOp
 
 from rdfmem import InvalidValue, RdfStore
+from rdfmem.core.ontology import ontology_path
+from rdfmem.core.results import SelectResult
 from rdfmem.embeddings import HashingEmbedder
 from rdfmem.langgraph import RdfBaseStore
-from rdfmem.ontology import ontology_path
-from rdfmem.results import SelectResult
 
 _EMBEDDER = HashingEmbedder(dimension=64)
 

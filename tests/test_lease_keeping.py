@@ -29,9 +29,9 @@ from servers import Server
 from test_leases import drive
 
 from rdfmem import RdfStore
-from rdfmem.lease_steps import Claim, Sleep, acquire, range_node, release
+from rdfmem.backends.sparql.lease_steps import Claim, Sleep, acquire, range_node, release
 from rdfmem.memories import Memories, Memory
-from rdfmem.remote import RemoteStore
+from rdfmem import RemoteStore
 
 GRAPH = NamedNode("urn:rdfmem:graph:leases")
 CONCRETE = ["urn:res:a", "urn:res:b", "urn:res:x:c", "urn:res:x:d", "urn:other:e"]
@@ -202,7 +202,7 @@ def test_memories_of_two_clients_in_one_scope_all_land(server: Server) -> None:
 _HOLDER = textwrap.dedent(
     """
     import sys, time
-    from rdfmem.remote import RemoteStore
+    from rdfmem import RemoteStore
     store = RemoteStore.connect(sys.argv[1], sys.argv[2], lease_ttl_ms=1500,
                                 lease_linger_ms=60_000)
     store.set("k", "killed")
@@ -254,7 +254,7 @@ def test_an_async_task_does_not_wait_for_its_own_clients_kept_claim(server: Serv
 _FORGETFUL = textwrap.dedent(
     """
     import sys
-    from rdfmem.remote import RemoteStore
+    from rdfmem import RemoteStore
     store = RemoteStore.connect(sys.argv[1], sys.argv[2], lease_linger_ms=60_000)
     store.set("k", 1)
     store.set("k", 2)  # its claim kept for a minute; the script ends without close()

@@ -1,6 +1,6 @@
 """Leases: never two holders at once, expiry and takeover, idempotent release.
 
-The protocol (``rdfmem.leases``) is first checked step by step: several contenders' steps
+The protocol (``rdfmem.backends.sparql.leases``) is first checked step by step: several contenders' steps
 are interleaved in random orders against one Oxigraph store, each step one atomic request
 (the only isolation the protocol counts on), over a hundred seeded schedules. Then the same
 properties are checked on real Oxigraph server and Virtuoso with real clients.
@@ -19,8 +19,8 @@ from pyoxigraph import NamedNode, Store, Variable
 from servers import Server
 
 from rdfmem import LeaseDenied, LeaseExpired
-from rdfmem.leases import Claim, Select, Sleep, Update, acquire, release
-from rdfmem.remote import RemoteStore
+from rdfmem.backends.sparql.leases import Claim, Select, Sleep, Update, acquire, release
+from rdfmem import RemoteStore
 
 GRAPH = NamedNode("urn:rdfmem:graph:leases")
 SUBJECTS = [NamedNode(f"urn:res:{name}") for name in "abc"]

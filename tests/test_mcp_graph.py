@@ -10,9 +10,9 @@ import pytest
 from conftest import StoreFactory
 
 from rdfmem import RdfStore
-from rdfmem.errors import FormatError
+from rdfmem.core.errors import FormatError
+from rdfmem.core.results import SelectResult
 from rdfmem.mcp import Client, KnowledgeGraph, KnowledgeGraphError, read_jsonl, write_jsonl
-from rdfmem.results import SelectResult
 
 HOSTILE = ['a "quoted" name', "new\nline", "close } brace", "<angle> & >", "ü/ß\\x", ""]
 
@@ -165,7 +165,7 @@ def test_data_conforms_to_the_shapes(tmp_path: Any) -> None:
     import pyshacl
     import rdflib
 
-    from rdfmem.ontology import ontology_path
+    from rdfmem.core.ontology import ontology_path
 
     store = RdfStore()
     kg = KnowledgeGraph(store, "p")

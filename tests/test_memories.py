@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rdfmem import RdfStore
+from rdfmem.core.errors import InvalidTitle, InvalidValue, MemoryNotFound, MemoryScopeError
+from rdfmem.core.ontology import named_query, ontology_path
 from rdfmem.embeddings import FLOAT32_VECTOR, HashingEmbedder
-from rdfmem.errors import InvalidTitle, InvalidValue, MemoryNotFound, MemoryScopeError
 from rdfmem.memories import (
     Memories,
     Memory,
@@ -22,7 +23,6 @@ from rdfmem.memories import (
     title_problems,
     title_to_slug,
 )
-from rdfmem.ontology import named_query, ontology_path
 
 # -- titles and slugs (fnord's examples) ----------------------------------------------------
 

@@ -27,7 +27,7 @@ from rdfmem import (
     RdfStore,
     Unreachable,
 )
-from rdfmem.remote import Endpoint, RemoteStore
+from rdfmem import Endpoint, RemoteStore
 
 EX = "http://example.org/"
 

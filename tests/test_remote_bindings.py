@@ -1,7 +1,7 @@
 """Pre-bound variables on a remote store give embedded Oxigraph's answers (issue 15).
 
 The remote store writes bindings into the query as standard ``VALUES`` blocks
-(``rdfmem.backends.sparql_bind``); here each query runs with the same binding on a real
+(``rdfmem.backends.sparql.bind``); here each query runs with the same binding on a real
 Oxigraph server through rdfmem and on embedded Oxigraph through rdfmem, and the answers
 must be the same. The W3C suites (``test_w3c.py``) check the same on every SELECT test.
 """
@@ -16,7 +16,7 @@ from pyoxigraph import Literal, NamedNode
 from servers import Server
 
 from rdfmem import RdfStore
-from rdfmem.remote import RemoteStore
+from rdfmem import RemoteStore
 
 EX = "http://example.org/"
 DATA = f"""

@@ -2,7 +2,7 @@
 
 Another SPARQL client must get standard answers about them (``isBlank``, ``isIRI``,
 ``ORDER BY``), and rdfmem must still read, match and remove the nodes it is handed, by the
-rule in ``rdfmem.backends.sparql``'s docstring. Real servers, no mocks.
+rule in ``rdfmem.backends.sparql.client``'s docstring. Real servers, no mocks.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pyoxigraph import BlankNode, DefaultGraph, NamedNode
 from servers import OxigraphServer, Server
 
 from rdfmem import InvalidTerm
-from rdfmem.remote import RemoteStore
+from rdfmem import RemoteStore
 
 EX = "http://example.org/"
 DOC = f"""

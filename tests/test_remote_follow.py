@@ -13,7 +13,6 @@ from servers import Server
 
 from rdfmem import DecisionGraph, Edge, Memories, Memory, Node, RdfStore
 from rdfmem.embeddings import EMBEDDING
-from rdfmem.index.follow import follower, refresh
 
 WRITER = """
 import sys
@@ -124,7 +123,7 @@ def test_only_the_changed_subjects_are_fetched_again(server: Server, writer: Wri
     assert titles(memories, "what is the cat called")[0] == "Cat"
     after_one_save = sum(sent)
     sent.clear()
-    refresh(store)
+    store.refresh()
     memories.search("note", limit=1)
     whole = sum(sent)
     # One memory's vector (about 2.8 KB of base64) and the log, not thirty vectors.
@@ -136,7 +135,7 @@ def test_raw_writes_of_other_clients_are_seen_after_refresh(server: Server) -> N
     store, memories = tea_found(server)
     every_vector_removed_by_another_client(server)  # behind the log's back
     assert titles(memories, "green tea") == ["Tea"]  # the rule: not seen yet
-    refresh(store)
+    store.refresh()
     assert titles(memories, "green tea") == []
     store.close()
 
@@ -150,7 +149,7 @@ def test_a_raw_update_through_rdfmem_reads_everything_again(server: Server) -> N
 
 def test_without_the_change_log_every_search_reads_the_server(server: Server) -> None:
     store = server.connect()
-    assert follower(store, EMBEDDING) is None
+    assert store.follower(EMBEDDING) is None
     memories = Memories(store, project="shared")
     memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
     every_vector_removed_by_another_client(server)
@@ -160,7 +159,7 @@ def test_without_the_change_log_every_search_reads_the_server(server: Server) ->
 
 def test_raw_writes_of_other_clients_are_seen_once_the_vectors_are_old(server: Server) -> None:
     store, memories = tea_found(server)
-    kept = follower(store, EMBEDDING)
+    kept = store.follower(EMBEDDING)
     assert kept is not None
     kept.max_age_s = 0.0  # every graph read whole at each search
     every_vector_removed_by_another_client(server)

@@ -16,7 +16,7 @@ from pyoxigraph import DefaultGraph, NamedNode
 from servers import Server, VirtuosoServer
 
 from rdfmem import BackingError, LeaseDenied, QueryError
-from rdfmem.remote import RemoteStore
+from rdfmem import RemoteStore
 
 EX = "http://example.org/"
 

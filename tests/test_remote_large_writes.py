@@ -14,7 +14,7 @@ import httpx
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad
 from servers import Server
 
-from rdfmem.remote import RemoteStore
+from rdfmem import RemoteStore
 
 EX = "http://example.org/"
 GRAPH = NamedNode(EX + "big")

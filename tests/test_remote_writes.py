@@ -15,7 +15,7 @@ from pyoxigraph import DefaultGraph
 from servers import Server
 
 from rdfmem import BackingError, LeaseDenied, Memories, Memory, QueryError
-from rdfmem.remote import RemoteStore
+from rdfmem import RemoteStore
 
 EX = "http://example.org/"
 

@@ -10,7 +10,7 @@ import rdflib
 from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Triple
 
 from rdfmem import FormatError, GraphResult, InvalidTerm, QueryError, RdfStore, SelectResult
-from rdfmem.triples import compile_patterns
+from rdfmem.store.triples import compile_patterns
 
 EX = "http://example.org/"
 AUTHOR = EX + "author"

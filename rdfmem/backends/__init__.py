@@ -1,8 +1,8 @@
 """Backends: embedded Oxigraph (default), rdflib, and remote SPARQL 1.1 servers."""
 
-from .base import Backend
-from .oxigraph import OxigraphBackend
-from .rdflib import RdflibBackend
-from .sparql import SparqlBackend
+from rdfmem.backends.base import Backend
+from rdfmem.backends.oxigraph import OxigraphBackend
+from rdfmem.backends.rdflib import RdflibBackend
+from rdfmem.backends.sparql import SparqlBackend
 
 __all__ = ["Backend", "OxigraphBackend", "RdflibBackend", "SparqlBackend"]

@@ -3,7 +3,15 @@
 A backend is a handful of methods (``query``, ``update``, ``match``, ``apply``, ``close``,
 with ``load``/``dump`` defaulting to pyoxigraph's parsers and serialisers over ``match`` and
 ``apply``). Everything ``RdfStore`` offers is written once on top of them, so a new backend
-is a small class. Capabilities are class flags, not exceptions to catch.
+is a small class. Capabilities are declared (``Backend.capabilities``), not exceptions to catch.
+
+The write counter belongs to the backend: ``generation`` moves on every write that goes
+through it (an implementation calls ``wrote()`` after each ``apply``, ``update`` and
+``load``, also one that failed partway), so a cache keyed on it is never stale for writes
+made through this object, whichever ``RdfStore`` made them. Writes made *around* it (to a
+pyoxigraph ``Store`` or an rdflib ``Dataset`` that the caller also holds) cannot be seen:
+a backend built over storage it was handed is therefore not an ``exclusive_writer``, and
+nothing above it caches.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
 from pyoxigraph import (
@@ -30,10 +39,10 @@ from pyoxigraph import (
     serialize,
 )
 
-from ..errors import FormatError
-from ..formats import check_rdf
+from rdfmem.core.errors import FormatError
+from rdfmem.core.formats import check_rdf
 
-__all__ = ["Backend", "RawResult"]
+__all__ = ["Backend", "Capabilities", "RawResult"]
 
 T = TypeVar("T")
 Subject: TypeAlias = NamedNode | BlankNode
@@ -43,27 +52,79 @@ Graph: TypeAlias = NamedNode | BlankNode | DefaultGraph
 RawResult: TypeAlias = QuerySolutions | QueryBoolean | QueryTriples | bool | list[Triple]
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend is and can do, declared by the backend.
+
+    >>> from rdfmem import RdfStore
+    >>> RdfStore().capabilities.kind
+    'oxigraph'
+    """
+
+    #: ``"oxigraph"``, ``"rdflib"``, ``"sparql"`` (a remote server), or a third party's name.
+    kind: str
+    #: Every write passes through this backend object, so what was read may be cached
+    #: until ``generation`` moves. False for a shared server and for storage handed in.
+    exclusive_writer: bool
+    #: The data outlives the process.
+    persistent: bool
+    #: SPARQL Update is available.
+    supports_update: bool = True
+    #: Every write raises.
+    read_only: bool = False
+    #: Queries are evaluated in this process (so ``rdfmem serve`` may isolate them).
+    embedded: bool = True
+    #: Several threads may read at once (rdflib's stores: one at a time).
+    concurrent_reads: bool = True
+
+
 class Backend(ABC):
     """Storage and SPARQL evaluation for an ``RdfStore``.
 
-    Flags:
+    Flags (also gathered in ``capabilities``):
         supports_update: SPARQL Update is available.
         read_only: every write raises.
-        exclusive_writer: every write passes through this object (embedded stores), so
-            ``RdfStore`` may cache what it read; a shared remote server is not.
+        exclusive_writer: every write passes through this object (storage it made itself,
+            in this process), so ``RdfStore`` may cache what it read; a shared remote
+            server, or a pyoxigraph ``Store`` / rdflib ``Dataset`` handed in, is not.
         persistent: the data outlives the process.
     """
 
+    kind: ClassVar[str] = "custom"
     supports_update: ClassVar[bool] = True
     read_only: ClassVar[bool] = False
-    exclusive_writer: ClassVar[bool] = True
+    embedded: ClassVar[bool] = True
+    concurrent_reads: ClassVar[bool] = True
     persistent: bool = False
 
-    def __init__(self) -> None:
+    def __init__(self, *, exclusive_writer: bool = True) -> None:
         #: Serialises read-modify-write cycles of the stores sharing this backend.
         self.lock = threading.RLock()
-        #: Bumped by ``RdfStore`` after every write, so caches know when to forget.
-        self.generation = 0
+        self.exclusive_writer = exclusive_writer
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """How many writes went through this backend: caches keyed on it know when to
+        forget."""
+        return self._generation
+
+    def wrote(self) -> None:
+        """Count a write; implementations call it after every write (in ``finally``)."""
+        self._generation += 1
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this backend is and can do."""
+        return Capabilities(
+            kind=self.kind,
+            exclusive_writer=self.exclusive_writer,
+            persistent=self.persistent,
+            supports_update=self.supports_update,
+            read_only=self.read_only,
+            embedded=self.embedded,
+            concurrent_reads=self.concurrent_reads,
+        )
 
     # -- the contract -------------------------------------------------------------------
 
@@ -127,7 +188,7 @@ class Backend(ABC):
             FormatError: the data does not parse as ``format``.
         """
         quads = parse_rdf(data, format, base_iri=base_iri, to_graph=to_graph)
-        self.apply([], quads)
+        self.apply([], quads)  # counted by apply
         return len(quads)
 
     def dump(
@@ -176,7 +237,7 @@ def parse_rdf(
 
     Raises:
         FormatError: the data does not parse, with the parser's message, or is refused
-            (``rdfmem.formats.check_rdf``).
+            (``rdfmem.core.formats.check_rdf``).
     """
     check_rdf(data, format)
     try:

@@ -19,9 +19,9 @@ from pyoxigraph import (
     parse,
 )
 
-from ..errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
-from ..formats import check_rdf
-from .base import Backend, Graph, Object, RawResult, Subject
+from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
+from rdfmem.core.errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
+from rdfmem.core.formats import check_rdf
 
 __all__ = ["OxigraphBackend"]
 
@@ -38,8 +38,11 @@ class OxigraphBackend(Backend):
         BackingError: the path cannot be opened for another reason.
     """
 
+    kind = "oxigraph"
+
     def __init__(self, path: str | os.PathLike[str] | None = None, *, store: Store | None = None):
-        super().__init__()
+        # A Store handed in may be written around this object: nothing above caches.
+        super().__init__(exclusive_writer=store is None)
         self.path = None if path is None else Path(path)
         self.persistent = path is not None
         if store is not None:
@@ -90,6 +93,8 @@ class OxigraphBackend(Backend):
             raise QueryError(f"SPARQL Update syntax error: {exc}") from exc
         except (OSError, ValueError, RuntimeError) as exc:
             raise QueryError(f"SPARQL Update failed: {exc}") from exc
+        finally:
+            self.wrote()
 
     def match(
         self,
@@ -121,6 +126,8 @@ class OxigraphBackend(Backend):
                 store.update(_edit_request(remove, add))  # one transaction
         except OSError as exc:
             raise BackingError(f"write failed: {exc}", cause=exc) from exc
+        finally:
+            self.wrote()
 
     def load(
         self,
@@ -149,6 +156,8 @@ class OxigraphBackend(Backend):
             raise FormatError(f"cannot parse {format.name}: {exc}") from exc
         except OSError as exc:
             raise BackingError(f"load failed: {exc}", cause=exc) from exc
+        finally:
+            self.wrote()
         return count
 
     def dump(

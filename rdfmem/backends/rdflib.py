@@ -41,9 +41,9 @@ from rdflib.plugins.sparql.sparql import QueryContext
 from rdflib.plugins.sparql.sparql import Update as RdflibUpdate
 from rdflib.plugins.sparql.update import evalUpdate
 
-from ..errors import BackingError, InvalidTerm, NetworkAccessRefused, QueryError
-from ..terms import from_rdflib
-from .base import Backend, Graph, Object, RawResult, Subject
+from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
+from rdfmem.core.errors import BackingError, InvalidTerm, NetworkAccessRefused, QueryError
+from rdfmem.core.terms import from_rdflib
 
 __all__ = ["RdflibBackend"]
 
@@ -196,8 +196,13 @@ class RdflibBackend(Backend):
     Every call holds the backend lock: rdflib's stores are not safe for concurrent use.
     """
 
+    kind = "rdflib"
+    concurrent_reads = False
+
     def __init__(self, dataset: rdflib.Dataset | None = None) -> None:
-        super().__init__()
+        # A Dataset handed in may be written around this object (another backend, the
+        # caller): nothing above caches.
+        super().__init__(exclusive_writer=dataset is None)
         self.dataset = dataset if dataset is not None else rdflib.Dataset()
         self.persistent = type(self.dataset.store).__name__ != "Memory"
 
@@ -266,6 +271,12 @@ class RdflibBackend(Backend):
         return narrowed
 
     def update(self, sparql: str, *, base_iri: str | None = None) -> None:
+        try:
+            self._update(sparql, base_iri)
+        finally:
+            self.wrote()
+
+    def _update(self, sparql: str, base_iri: str | None) -> None:
         text = read_escapes(sparql)
         with self.lock, _quiet_rdflib():
             try:
@@ -359,14 +370,17 @@ class RdflibBackend(Backend):
         removed = [_rdflib_quad(q) for q in remove]
         added = [_rdflib_quad(q) for q in add]
         with self.lock:
-            for quad in removed:
-                self.dataset.remove(quad)
-            if added:
-                graphs: dict[Any, rdflib.Graph] = {}
-                for *_, g in added:
-                    if g not in graphs:
-                        graphs[g] = self.dataset.graph(g)
-                self.dataset.addN((s, p, o, graphs[g]) for s, p, o, g in added)
+            try:
+                for quad in removed:
+                    self.dataset.remove(quad)
+                if added:
+                    graphs: dict[Any, rdflib.Graph] = {}
+                    for *_, g in added:
+                        if g not in graphs:
+                            graphs[g] = self.dataset.graph(g)
+                    self.dataset.addN((s, p, o, graphs[g]) for s, p, o, g in added)
+            finally:
+                self.wrote()
 
     def close(self) -> None:
         if "dataset" in self.__dict__:

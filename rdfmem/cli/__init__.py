@@ -7,10 +7,10 @@ Errors print one line and exit with status 1; bad usage exits with status 2.
 
 from __future__ import annotations
 
-from . import commands, files, mcp_commands  # noqa: F401  (each registers its commands)
-from .commands import serve
-from .group import cli, main
-from .render import format_table
-from .stores import open_store
+from rdfmem.cli import commands, files, mcp_commands  # noqa: F401  (each registers its commands)
+from rdfmem.cli.commands import serve
+from rdfmem.cli.group import cli, main
+from rdfmem.cli.render import format_table
+from rdfmem.cli.stores import open_store
 
 __all__ = ["cli", "format_table", "main", "open_store", "serve"]

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from ..errors import RdfMemError
-from .group import cli, store_argument
-from .render import format_table, write_result
-from .stores import store_session, text_arg
+from rdfmem.cli.group import cli, store_argument
+from rdfmem.cli.render import format_table, write_result
+from rdfmem.cli.stores import store_session, text_arg
+from rdfmem.core.errors import RdfMemError
 
 __all__ = ["demo", "query", "serve", "update"]
 
@@ -26,7 +26,7 @@ def demo(folder: Path) -> None:
     Example:
       rdfmem demo ./agent-memory
     """
-    from ..demo import run_demo
+    from rdfmem.cli.demo import run_demo
 
     try:
         report = run_demo(folder)
@@ -108,7 +108,7 @@ def serve(
       rdfmem serve agent.db --port 7879
       curl 'http://127.0.0.1:7879/sparql?query=ASK%7B%7D'
     """
-    from ..server import serve as run
+    from rdfmem.server import serve as run
 
     if allow_update and not token:
         token = secrets.token_urlsafe(24)
@@ -168,7 +168,7 @@ def query(
     """
     bindings: dict[str, Any] | None = None
     if named is not None:
-        from ..server.named import load_named_query
+        from rdfmem.server.named import load_named_query
 
         if sparql is not None or file is not None:
             raise click.UsageError("give a query or --named NAME, not both")

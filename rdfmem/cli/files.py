@@ -12,14 +12,14 @@ from typing import Any
 import click
 from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, RdfFormat, parse, serialize
 
-from ..errors import FormatError
-from ..formats import check_rdf, rdf_format
-from ..ontology import PREFIXES, ontology_path
-from ..results import SelectResult
-from ..store import RdfStore
-from .group import cli, graph_option, store_argument
-from .render import format_table, short
-from .stores import store_session
+from rdfmem.cli.group import cli, graph_option, store_argument
+from rdfmem.cli.render import format_table, short
+from rdfmem.cli.stores import store_session
+from rdfmem.core.errors import FormatError
+from rdfmem.core.formats import check_rdf, rdf_format
+from rdfmem.core.ontology import PREFIXES, ontology_path
+from rdfmem.core.results import SelectResult
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["export", "load", "stats", "validate"]
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from ..errors import RdfMemError, StoreAlreadyOpen
-from ..store import RdfStore
-from .group import cli, store_argument
-from .stores import open_store, store_errors
+from rdfmem.cli.group import cli, store_argument
+from rdfmem.cli.stores import open_store, store_errors
+from rdfmem.core.errors import RdfMemError, StoreAlreadyOpen
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["export_jsonl", "import_", "mcp_command"]
 
@@ -70,8 +70,8 @@ def mcp_command(
       rdfmem mcp http://127.0.0.1:7878/query --project webapp
     """
     try:
-        from ..mcp.server import serve_http, serve_stdio
-        from ..mcp.services import Services
+        from rdfmem.mcp.server import serve_http, serve_stdio
+        from rdfmem.mcp.services import Services
     except ImportError as exc:
         raise click.ClickException(
             f"rdfmem mcp needs the MCP SDK ({exc.name or exc}): pip install 'rdfmem[mcp]'"
@@ -103,7 +103,7 @@ def import_(store: str, file: Path, project: str | None) -> None:
     Example:
       rdfmem import ~/.rdfmem/memory memory.jsonl
     """
-    from ..mcp import Client, KnowledgeGraph, read_jsonl
+    from rdfmem.mcp import Client, KnowledgeGraph, read_jsonl
 
     try:
         model = read_jsonl(file.read_text(encoding="utf-8"), source=str(file))
@@ -131,7 +131,7 @@ def export_jsonl(store: str, output: Path | None, project: str | None) -> None:
     Example:
       rdfmem export-jsonl ~/.rdfmem/memory -o memory.jsonl
     """
-    from ..mcp import KnowledgeGraph, write_jsonl
+    from rdfmem.mcp import KnowledgeGraph, write_jsonl
 
     with store_errors(_mcp_store(store, create=False)) as opened:
         text = write_jsonl(KnowledgeGraph(opened, project).model())

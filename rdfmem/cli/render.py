@@ -9,11 +9,11 @@ from typing import Any
 import click
 from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat
 
-from ..errors import FormatError
-from ..formats import rdf_format, results_format
-from ..ontology import PREFIXES
-from ..results import GraphResult, SelectResult
-from ..store import RdfStore
+from rdfmem.core.errors import FormatError
+from rdfmem.core.formats import rdf_format, results_format
+from rdfmem.core.ontology import PREFIXES
+from rdfmem.core.results import GraphResult, SelectResult
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["format_table", "short", "write_result"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from ..errors import RdfMemError, StoreAlreadyOpen
-from ..store import RdfStore
+from rdfmem.core.errors import RdfMemError, StoreAlreadyOpen
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["open_store", "store_errors", "store_session", "text_arg", "update_url_for"]
 
@@ -51,7 +51,7 @@ def open_store(
                 spec, update_url or update_url_for(spec), headers=headers
             )
             return remote
-        except ImportError as exc:  # pragma: no cover - until rdfmem.remote ships
+        except ImportError as exc:  # pragma: no cover - until rdfmem.store.remote ships
             raise click.ClickException(f"remote stores are not available: {exc}") from exc
     path = Path(spec)
     if not create and not path.exists():

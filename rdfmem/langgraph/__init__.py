@@ -12,6 +12,6 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("rdfmem.langgraph needs LangGraph: pip install 'rdfmem[langgraph]'") from exc
 
-from .store import RdfBaseStore
+from rdfmem.langgraph.store import RdfBaseStore
 
 __all__ = ["RdfBaseStore"]

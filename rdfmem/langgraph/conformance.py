@@ -23,10 +23,10 @@ import uuid
 import weakref
 from typing import Any
 
-from ..backends.rdflib import RdflibBackend
-from ..errors import InvalidValue
-from ..store import RdfStore
-from .store import RdfBaseStore
+from rdfmem.backends.rdflib import RdflibBackend
+from rdfmem.core.errors import InvalidValue
+from rdfmem.langgraph.store import RdfBaseStore
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = [
     "BACKENDS",

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .records import Record, matches_filter
-from .vectors import VectorRows
+from rdfmem.langgraph.records import Record, matches_filter
+from rdfmem.langgraph.vectors import VectorRows
 
 __all__ = ["rank", "rank_rows"]
 

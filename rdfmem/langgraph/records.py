@@ -18,10 +18,10 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode
 
-from ..errors import InvalidValue
-from ..keys import loads
-from ..terms import from_literal
-from .vocab import (
+from rdfmem.core.errors import InvalidValue
+from rdfmem.core.keys import loads
+from rdfmem.core.terms import from_literal
+from rdfmem.langgraph.vocab import (
     CREATED,
     EXPIRES,
     FIELD,

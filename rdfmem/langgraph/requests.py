@@ -21,9 +21,9 @@ from datetime import datetime, timedelta
 
 from pyoxigraph import Literal, NamedNode
 
-from ..embeddings import EMBEDDING
-from ..terms import RDF_JSON, sparql_term
-from .vocab import (
+from rdfmem.core.terms import RDF_JSON, sparql_term
+from rdfmem.domain.embeddings import EMBEDDING
+from rdfmem.langgraph.vocab import (
     CREATED,
     EXPIRES,
     FIELD,

@@ -3,7 +3,7 @@
 On an embedded backend every write passes through rdfmem (``exclusive_writer``), so
 ``Mirror`` keeps the items of the store's graph and their vectors in memory, changed in
 the same critical section as each write. It knows it is stale when rdfmem's index hub
-(``rdfmem.index``) has seen a write that may have touched its graph since the mirror's own
+(``rdfmem.store.indexes``) has seen a write that may have touched its graph since the mirror's own
 last write (another store object, raw SPARQL, ``load``, ``clear_graph``), and then it reloads
 the graph with one index scan; writes known to touch only other graphs leave it alone.
 On a remote store other clients write too, so ``Remote`` asks the server at every read.
@@ -16,14 +16,13 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad
 
-from ..embeddings import EMBEDDING
-from ..results import SelectResult
-from ..store import RdfStore
-from ..terms import sparql_term
-from .records import Record, record_from_properties, split_namespace, vector_owner
-from .requests import namespace_filter
-from .vectors import FLOAT32_VECTOR, VectorRows, literal_vector
-from .vocab import (
+from rdfmem.core.results import SelectResult
+from rdfmem.core.terms import sparql_term
+from rdfmem.domain.embeddings import EMBEDDING
+from rdfmem.langgraph.records import Record, record_from_properties, split_namespace, vector_owner
+from rdfmem.langgraph.requests import namespace_filter
+from rdfmem.langgraph.vectors import FLOAT32_VECTOR, VectorRows, literal_vector
+from rdfmem.langgraph.vocab import (
     CREATED,
     EXPIRES,
     FIELD,
@@ -37,6 +36,7 @@ from .vocab import (
     VECTOR_OF,
     item_iri,
 )
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["Mirror", "Remote", "Source"]
 

@@ -34,16 +34,15 @@ from langgraph.store.base import (
 )
 from pyoxigraph import NamedNode
 
-from ..errors import InvalidTerm, InvalidValue
-from ..index import indexes
-from ..keys import dumps, loads
-from ..store import RdfStore
-from .ranking import rank, rank_rows
-from .records import Record, namespace_matches
-from .requests import ItemWrite, delete_request, put_request, refresh_request
-from .sources import Mirror, Remote, Source
-from .vectors import as_vector, vector_literal
-from .vocab import DEFAULT_GRAPH, item_iri
+from rdfmem.core.errors import InvalidTerm, InvalidValue
+from rdfmem.core.keys import dumps, loads
+from rdfmem.langgraph.ranking import rank, rank_rows
+from rdfmem.langgraph.records import Record, namespace_matches
+from rdfmem.langgraph.requests import ItemWrite, delete_request, put_request, refresh_request
+from rdfmem.langgraph.sources import Mirror, Remote, Source
+from rdfmem.langgraph.vectors import as_vector, vector_literal
+from rdfmem.langgraph.vocab import DEFAULT_GRAPH, item_iri
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["RdfBaseStore"]
 
@@ -139,9 +138,8 @@ class RdfBaseStore(BaseStore):
             ]
             self.index_config = config
         self._dims = dims
-        backend = self.store.backend
-        self._mirror = Mirror(dims) if backend.exclusive_writer else None
-        self._hub = indexes(self.store)  # None on a remote store
+        self._mirror = Mirror(dims) if self.store.capabilities.exclusive_writer else None
+        self._hub = self.store.indexes  # None on a remote store
         self._remote = None if self._mirror else Remote(self.store, self.graph, dims)
         self._sweeper: threading.Thread | None = None
         self._stop = threading.Event()
@@ -334,13 +332,13 @@ class RdfBaseStore(BaseStore):
             self._mirror.generation, (self.graph.value,)
         ):
             self._mirror.load(self.store.triples(self.graph))
-            self._mirror.generation = self.store.backend.generation
+            self._mirror.generation = self.store.generation
         return self._mirror
 
     def _write(self, request: str) -> None:
         self.store.sparql_update(request)
         if self._mirror is not None:
-            self._mirror.generation = self.store.backend.generation
+            self._mirror.generation = self.store.generation
 
     def _delete(self, records: list[Record], *, expired_before: datetime | None = None) -> int:
         if records:

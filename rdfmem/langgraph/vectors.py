@@ -1,6 +1,6 @@
 """The one place the LangGraph store touches rdfmem's vector machinery.
 
-Vectors are stored as ``rm:float32Vector`` literals (``rdfmem.embeddings``), the same as
+Vectors are stored as ``rm:float32Vector`` literals (``rdfmem.domain.embeddings``), the same as
 memories', so any rdfmem vector search reads them. In memory they live in ``VectorRows``, a
 float32 matrix that grows in place and reuses the rows of removed vectors, so a write costs
 one row and a search one matrix-vector product.
@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pyoxigraph import Literal
 
-from ..embeddings import FLOAT32_VECTOR, literal_vector, vector_literal
+from rdfmem.domain.embeddings import FLOAT32_VECTOR, literal_vector, vector_literal
 
 __all__ = ["FLOAT32_VECTOR", "VectorRows", "as_vector", "literal_vector", "vector_literal"]
 

@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 from pyoxigraph import Literal, NamedNode
 
-from ..ontology import PREFIXES, RDFMEM
+from rdfmem.core.ontology import PREFIXES, RDFMEM
 
 __all__ = [
     "CREATED",

@@ -5,9 +5,9 @@ kept as RDF, and rdfmem's own memory tools beside it.
 (``rdfmem.mcp.server``) needs the ``mcp`` extra: ``pip install 'rdfmem[mcp]'``.
 """
 
-from .graph import Client, KnowledgeGraph, KnowledgeGraphError
-from .jsonl import read_jsonl, write_jsonl
-from .model import Entity, Model, Relation
+from rdfmem.mcp.graph import Client, KnowledgeGraph, KnowledgeGraphError
+from rdfmem.mcp.jsonl import read_jsonl, write_jsonl
+from rdfmem.mcp.model import Entity, Model, Relation
 
 __all__ = [
     "Client",

@@ -9,10 +9,10 @@ also bounds what one call may carry: strings, arrays and the whole call.
 ...           "items": {"type": "string"}}}, "required": ["names"]}
 >>> check_arguments(schema, {"names": ["a", 1]})
 Traceback (most recent call last):
-rdfmem.mcp.checks.ToolInputError: names[1]: expected a string, received a number
+rdfmem.core.errors.ToolInputError: names[1]: expected a string, received a number
 >>> check_arguments(schema, {})
 Traceback (most recent call last):
-rdfmem.mcp.checks.ToolInputError: names: required, but missing
+rdfmem.core.errors.ToolInputError: names: required, but missing
 """
 
 from __future__ import annotations
@@ -22,13 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RdfMemError
+from rdfmem.core.errors import ToolInputError
 
 __all__ = ["Limits", "ToolInputError", "check_arguments"]
-
-
-class ToolInputError(RdfMemError, ValueError):
-    """Tool arguments that do not fit the tool's input schema or the server's limits."""
 
 
 @dataclass(frozen=True)

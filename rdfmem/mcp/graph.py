@@ -31,13 +31,12 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad
 
-from ..decisions import utc_now
-from ..errors import RdfMemError
-from ..results import SelectResult
-from ..store import RdfStore
-from ..terms import sparql_term
-from .model import READ_PREDICATES, Entity, Model, Relation, model_from_quads
-from .vocab import (
+from rdfmem.core.errors import KnowledgeGraphError
+from rdfmem.core.results import SelectResult
+from rdfmem.core.terms import sparql_term
+from rdfmem.domain.decisions import utc_now
+from rdfmem.mcp.model import READ_PREDICATES, Entity, Model, Relation, model_from_quads
+from rdfmem.mcp.vocab import (
     ATTRIBUTED,
     ENTITY,
     ENTITY_NAME,
@@ -60,14 +59,11 @@ from .vocab import (
     relation_iri,
     time_literal,
 )
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["Client", "KnowledgeGraph", "KnowledgeGraphError"]
 
 _CHUNK = 500  # IRIs per VALUES block of a remote read
-
-
-class KnowledgeGraphError(RdfMemError, ValueError):
-    """A knowledge graph call that cannot be done (a missing entity); nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +94,7 @@ class KnowledgeGraph:
         self.store = store
         self.project = project
         self.graph = graph_iri(project)
-        self._mirrored = bool(store.backend.exclusive_writer)
+        self._mirrored = store.capabilities.exclusive_writer
         self._mirror = Model()
         self._generation = -1
 
@@ -117,9 +113,9 @@ class KnowledgeGraph:
 
     def _current(self, names: Iterable[str] | None) -> Model:
         if self._mirrored:
-            if self._generation != self.store.backend.generation:
+            if self._generation != self.store.generation:
                 self._mirror = model_from_quads(self.graph, self._scan())
-                self._generation = self.store.backend.generation
+                self._generation = self.store.generation
             return self._mirror
         if names is None:
             return model_from_quads(self.graph, self.store.triples(self.graph))
@@ -127,7 +123,7 @@ class KnowledgeGraph:
 
     def _scan(self) -> Iterator[Quad]:
         """The quads the model is made of, one index scan per predicate."""
-        match = self.store.backend.match
+        match = self.store.match
         for predicate in READ_PREDICATES:
             yield from match(None, predicate, None, self.graph)
 
@@ -213,10 +209,10 @@ class KnowledgeGraph:
             yield
             return
         with self.store.exclusive(self.graph):
-            fresh = self._generation == self.store.backend.generation
+            fresh = self._generation == self.store.generation
             yield
             if fresh:
-                self._generation = self.store.backend.generation
+                self._generation = self.store.generation
 
     # -- writing --------------------------------------------------------------------------
 
@@ -234,7 +230,7 @@ class KnowledgeGraph:
         elif add:
             self.store.assert_many([(q.subject, q.predicate, q.object, q.graph_name) for q in add])
         if self._mirrored:
-            self._generation = self.store.backend.generation
+            self._generation = self.store.generation
 
     def _observation_quads(
         self, entity: NamedNode, texts: Iterable[str], who: NamedNode

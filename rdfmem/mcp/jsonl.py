@@ -9,7 +9,7 @@ checks every line before anything is written, and names the first broken one.
 {"type":"entity","name":"A","entityType":"t","observations":["o"]}
 >>> read_jsonl('{"type":"entity","name":"A"}')
 Traceback (most recent call last):
-rdfmem.errors.FormatError: line 1: an entity needs "entityType" (a string)
+rdfmem.core.errors.FormatError: line 1: an entity needs "entityType" (a string)
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import FormatError
-from .model import Entity, Model, Relation
+from rdfmem.core.errors import FormatError
+from rdfmem.mcp.model import Entity, Model, Relation
 
 __all__ = ["read_jsonl", "write_jsonl"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .graph import Client
-from .services import Services
-from .specs import DELETE, READ, WRITE, Reply, Spec, array, json_text, obj, string
+from rdfmem.mcp.graph import Client
+from rdfmem.mcp.services import Services
+from rdfmem.mcp.specs import DELETE, READ, WRITE, Reply, Spec, array, json_text, obj, string
 
 __all__ = ["KG_TOOLS", "RESOURCE_URI", "graph_text"]
 

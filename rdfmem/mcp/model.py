@@ -26,7 +26,7 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad
 
-from .vocab import (
+from rdfmem.mcp.vocab import (
     ENTITY_NAME,
     ENTITY_TYPE,
     GENERATED,

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from ..decisions import EdgeType, NodeStatus, NodeType
-from ..generalisations import Generalisation
-from ..memories import SCOPES, Memory
-from ..results import SelectResult
-from .checks import ToolInputError
-from .graph import Client
-from .services import Services
-from .specs import DELETE, READ, WRITE, Reply, Spec, array, json_text, obj, string
+from rdfmem.core.results import SelectResult
+from rdfmem.domain.decisions import EdgeType, NodeStatus, NodeType
+from rdfmem.domain.generalisations import Generalisation
+from rdfmem.domain.memories import SCOPES, Memory
+from rdfmem.mcp.checks import ToolInputError
+from rdfmem.mcp.graph import Client
+from rdfmem.mcp.services import Services
+from rdfmem.mcp.specs import DELETE, READ, WRITE, Reply, Spec, array, json_text, obj, string
 
 __all__ = ["OWN_TOOLS"]
 

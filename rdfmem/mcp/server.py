@@ -28,14 +28,14 @@ from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from ..errors import RdfMemError
-from .checks import ToolInputError, check_arguments
-from .graph import Client
-from .kg_tools import KG_TOOLS, RESOURCE_URI, graph_text
-from .own_tools import OWN_TOOLS
-from .services import Services
-from .sparql import SPARQL_TOOL
-from .specs import Reply, Spec
+from rdfmem.core.errors import RdfMemError
+from rdfmem.mcp.checks import ToolInputError, check_arguments
+from rdfmem.mcp.graph import Client
+from rdfmem.mcp.kg_tools import KG_TOOLS, RESOURCE_URI, graph_text
+from rdfmem.mcp.own_tools import OWN_TOOLS
+from rdfmem.mcp.services import Services
+from rdfmem.mcp.sparql import SPARQL_TOOL
+from rdfmem.mcp.specs import Reply, Spec
 
 __all__ = ["TOOLS", "build_server", "serve_http", "serve_stdio"]
 

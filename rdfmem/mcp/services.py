@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import quote
 
-from ..decisions import DEFAULT_GRAPH as DECISIONS_GRAPH
-from ..decisions import DecisionGraph
-from ..generalisations import Generalisations
-from ..memories import Memories
-from ..store import RdfStore
-from .checks import Limits
-from .graph import KnowledgeGraph
+from rdfmem.domain.decisions import DEFAULT_GRAPH as DECISIONS_GRAPH
+from rdfmem.domain.decisions import DecisionGraph
+from rdfmem.domain.generalisations import Generalisations
+from rdfmem.domain.memories import Memories
+from rdfmem.mcp.checks import Limits
+from rdfmem.mcp.graph import KnowledgeGraph
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["Services"]
 

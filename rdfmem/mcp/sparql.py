@@ -12,22 +12,18 @@ import threading
 import time
 from typing import Any
 
-from ..errors import QueryError, RdfMemError
-from ..results import GraphResult, SelectResult
-from ..sparql_guard import find_forbidden
-from ..terms import sparql_term
-from .graph import Client
-from .services import Services
-from .specs import READ, Reply, Spec, json_text, obj, string
+from rdfmem.core.errors import QueryError, QueryTimedOut
+from rdfmem.core.guard import find_forbidden
+from rdfmem.core.results import GraphResult, SelectResult
+from rdfmem.core.terms import sparql_term
+from rdfmem.mcp.graph import Client
+from rdfmem.mcp.services import Services
+from rdfmem.mcp.specs import READ, Reply, Spec, json_text, obj, string
 
 __all__ = ["SPARQL_TOOL", "QueryTimedOut"]
 
 _SLOTS = threading.BoundedSemaphore(2)  # queries running at once, runaway ones included
 _UPDATE_WORDS = ("INSERT", "DELETE", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY")
-
-
-class QueryTimedOut(RdfMemError):
-    """The query ran longer than the server's time limit."""
 
 
 def _run(services: Services, sparql: str, cap: int) -> dict[str, Any]:

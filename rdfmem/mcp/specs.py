@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .graph import Client
-    from .services import Services
+    from rdfmem.mcp.graph import Client
+    from rdfmem.mcp.services import Services
 
 __all__ = ["READ", "WRITE", "DELETE", "Reply", "Spec", "json_text", "obj", "array", "string"]
 

@@ -36,7 +36,7 @@ from urllib.parse import quote, unquote
 
 from pyoxigraph import Literal, NamedNode
 
-from ..ontology import PREFIXES, RDFMEM
+from rdfmem.core.ontology import PREFIXES, RDFMEM
 
 __all__ = [
     "CLIENT_PREFIX",

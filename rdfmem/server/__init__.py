@@ -7,7 +7,7 @@ clients can read an agent's memory while the agent runs. See ``rdfmem.server.app
 routes and status codes.
 """
 
-from .app import ServerConfigError, ServerSettings, create_app
-from .running import BackgroundServer, serve
+from rdfmem.server.app import ServerConfigError, ServerSettings, create_app
+from rdfmem.server.running import BackgroundServer, serve
 
 __all__ = ["BackgroundServer", "ServerConfigError", "ServerSettings", "create_app", "serve"]

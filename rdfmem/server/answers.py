@@ -25,11 +25,10 @@ from pyoxigraph import (
     serialize,
 )
 
-from ..errors import QueryError, RdfMemError, Unreachable
-from ..results import GraphResult, SelectResult
-from ..store import RdfStore
-from ..terms import sparql_term
-from .negotiate import (
+from rdfmem.core.errors import HttpError, QueryError, RdfMemError, Unreachable
+from rdfmem.core.results import GraphResult, SelectResult
+from rdfmem.core.terms import sparql_term
+from rdfmem.server.negotiate import (
     DATASET_OFFERS,
     GRAPH_OFFERS,
     RESULTS_OFFERS,
@@ -38,18 +37,9 @@ from .negotiate import (
     names,
     negotiate,
 )
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["Answer", "HttpError", "choose", "graph_answer", "query_answer", "update_answer"]
-
-
-class HttpError(RdfMemError):
-    """A request the endpoint refuses: ``status`` and a message for the client."""
-
-    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = dict(headers or {})
 
 
 @dataclass

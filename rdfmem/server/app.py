@@ -54,11 +54,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..backends import OxigraphBackend, RdflibBackend
-from ..errors import QueryError, RdfMemError
-from ..sparql_guard import find_forbidden
-from ..store import RdfStore
-from .answers import (
+from rdfmem.backends import OxigraphBackend, RdflibBackend
+from rdfmem.core.errors import QueryError, ServerConfigError
+from rdfmem.core.guard import find_forbidden
+from rdfmem.server.answers import (
     Answer,
     HttpError,
     acceptable_at_all,
@@ -67,14 +66,15 @@ from .answers import (
     query_answer,
     update_answer,
 )
-from .dataset import with_using
-from .gate import Gate
-from .isolate import ChildFailed, run_forked
-from .named import list_named_queries, load_named_query
-from .negotiate import DATASET_OFFERS, GRAPH_OFFERS, RESULTS_OFFERS, by_name
-from .page import named_index, query_page, service_description
-from .point import is_point_query
-from .workers import Busy, TimedOut, WorkerPool, drop_locals
+from rdfmem.server.dataset import with_using
+from rdfmem.server.gate import Gate
+from rdfmem.server.isolate import ChildFailed, run_forked
+from rdfmem.server.named import list_named_queries, load_named_query
+from rdfmem.server.negotiate import DATASET_OFFERS, GRAPH_OFFERS, RESULTS_OFFERS, by_name
+from rdfmem.server.page import named_index, query_page, service_description
+from rdfmem.server.point import is_point_query
+from rdfmem.server.workers import Busy, TimedOut, WorkerPool, drop_locals
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["ServerConfigError", "ServerSettings", "create_app"]
 
@@ -107,10 +107,6 @@ def _kind(store: RdfStore) -> str:
 
 def _one_or_first(pairs: list[tuple[str, str]], name: str) -> str | None:
     return next((v for k, v in pairs if k == name), None)
-
-
-class ServerConfigError(RdfMemError, ValueError):
-    """Server options that do not fit together (updates allowed without a token …)."""
 
 
 @dataclass(frozen=True)

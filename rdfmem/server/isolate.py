@@ -25,7 +25,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .workers import TimedOut
+from rdfmem.core.errors import ChildFailed
+from rdfmem.server.workers import TimedOut
 
 __all__ = ["ChildFailed", "run_forked"]
 
@@ -33,10 +34,6 @@ __all__ = ["ChildFailed", "run_forked"]
 _POLL = 0.05
 #: Held from creating a child's pipe to closing its write end in the parent.
 _FORKING = threading.Lock()
-
-
-class ChildFailed(RuntimeError):
-    """The child process died without an answer (killed by the system, out of memory …)."""
 
 
 def run_forked(

@@ -28,8 +28,8 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode
 
-from ..errors import QueryError
-from ..ontology import named_query, ontology_path
+from rdfmem.core.errors import QueryError
+from rdfmem.core.ontology import named_query, ontology_path
 
 __all__ = ["NamedQuery", "Param", "list_named_queries", "load_named_query"]
 

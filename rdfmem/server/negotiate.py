@@ -15,8 +15,8 @@ from functools import lru_cache
 
 from pyoxigraph import QueryResultsFormat, RdfFormat
 
-from ..errors import FormatError
-from ..formats import rdf_format, results_format
+from rdfmem.core.errors import FormatError
+from rdfmem.core.formats import rdf_format, results_format
 
 __all__ = [
     "DATASET_OFFERS",

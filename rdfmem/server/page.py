@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 
 from pyoxigraph import BlankNode, Literal, NamedNode, Triple
 
-from .named import NamedQuery
-from .negotiate import GRAPH_OFFERS, RESULTS_OFFERS
+from rdfmem.server.named import NamedQuery
+from rdfmem.server.negotiate import GRAPH_OFFERS, RESULTS_OFFERS
 
 __all__ = ["named_index", "query_page", "service_description"]
 

@@ -18,9 +18,9 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ..errors import BackingError
-from ..store import RdfStore
-from .app import create_app
+from rdfmem.core.errors import BackingError
+from rdfmem.server.app import create_app
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["BackgroundServer", "serve"]
 

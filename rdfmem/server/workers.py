@@ -25,19 +25,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ..errors import RdfMemError
+from rdfmem.core.errors import Busy, TimedOut
 
 __all__ = ["Busy", "TimedOut", "WorkerPool", "drop_locals"]
 
 T = TypeVar("T")
-
-
-class Busy(RdfMemError):
-    """Every worker is taken and the waiting line is full, or no worker came free in time."""
-
-
-class TimedOut(RdfMemError):
-    """The job did not finish within its time limit (it may still be running)."""
 
 
 class _Job(Generic[T]):

@@ -38,8 +38,8 @@ from rdflib.compare import isomorphic
 from rdflib.plugins.sparql import prepareUpdate
 
 from rdfmem import RdfStore
-from rdfmem.results import GraphResult, SelectResult
-from rdfmem.terms import from_rdflib
+from rdfmem.core.results import GraphResult, SelectResult
+from rdfmem.core.terms import from_rdflib
 
 from .suite import Case, rdf_format_of
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pyoxigraph import QueryResultsFormat, RdfFormat
 
-from .errors import FormatError
+from rdfmem.core.errors import FormatError
 
 __all__ = [
     "MAX_ENTITY_EXPANSION",
@@ -123,7 +123,7 @@ def check_rdfxml(data: bytes) -> None:
     ... )
     >>> check_rdfxml(b"<!DOCTYPE r [" + lol + b"]><r>&a8;</r>")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    rdfmem.errors.FormatError: RDF/XML entities would expand to 1000000000 characters (limit ...)
+    rdfmem.core.errors.FormatError: RDF/XML entities would expand to 1000000000 characters ...
 
     Raises:
         FormatError: the document's entities expand beyond the limit, are recursive, or are

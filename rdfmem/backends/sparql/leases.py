@@ -95,8 +95,8 @@ the claims conflicting with its own, and the relation is symmetric, so the argum
 through unchanged with "a claim on S" read as "a claim conflicting with S".
 
 The protocol is written as generators of steps (``Select``, ``Update``, ``Sleep``) with no
-I/O (``rdfmem.lease_steps``), run by ``run``; tests interleave several of them step by step
-against a local store.
+I/O (``rdfmem.backends.sparql.lease_steps``), run by ``run``; tests interleave several of them step
+by step against a local store.
 """
 
 from __future__ import annotations
@@ -114,9 +114,8 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from pyoxigraph import NamedNode
 
-from .errors import BackingError, LeaseExpired, QueryError, StoreError
-from .lease_kept import KeptClaims
-from .lease_steps import (
+from rdfmem.backends.sparql.lease_kept import KeptClaims
+from rdfmem.backends.sparql.lease_steps import (
     CLAIM_PREFIX,
     EVERY,
     Claim,
@@ -134,6 +133,7 @@ from .lease_steps import (
     range_node,
     release,
 )
+from rdfmem.core.errors import BackingError, LeaseExpired, QueryError, StoreError
 
 __all__ = [
     "EVERY",

@@ -26,7 +26,16 @@ The tree::
     ├── InvalidTitle                 (also ValueError) a title breaking the rules (.reasons)
     ├── MemoryNotFound               (also KeyError)
     ├── MemoryScopeError             (also ValueError) a scope that is not available (no project…)
-    └── CheckpointError              (also ValueError) malformed, or stores missing (.missing)
+    ├── CheckpointError              (also ValueError) malformed, or stores missing (.missing)
+    │   raised by the surfaces:
+    ├── ServerConfigError            (also ValueError) rdfmem serve options that do not fit
+    ├── HttpError                    a request the endpoint refuses (.status, .message)
+    ├── Busy                         every query worker taken, the waiting line full
+    ├── TimedOut                     a query past its time limit
+    ├── ChildFailed                  (also RuntimeError) an isolated query's process died
+    ├── QueryTimedOut                MCP sparql_query past its time limit
+    ├── KnowledgeGraphError          (also ValueError) MCP knowledge graph: a missing entity
+    └── ToolInputError               (also ValueError) MCP tool arguments outside the schema
 
 Backends translate their libraries' exceptions (pyoxigraph ``SyntaxError``/``OSError``,
 rdflib parse errors, httpx errors) into these with ``raise … from exc``.
@@ -34,9 +43,18 @@ rdflib parse errors, httpx errors) into these with ``raise … from exc``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "Busy",
+    "ChildFailed",
+    "HttpError",
+    "KnowledgeGraphError",
+    "QueryTimedOut",
+    "ServerConfigError",
+    "TimedOut",
+    "ToolInputError",
     "BackingError",
     "CheckpointError",
     "DecisionGraphError",
@@ -197,7 +215,7 @@ class NetworkAccessRefused(QueryError):
     >>> RdfStore().query("SELECT * { SERVICE <http://example.org/sparql> { ?s ?p ?o } }")
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    rdfmem.errors.NetworkAccessRefused: SERVICE at line 1, column 12 would reach the network; ...
+    rdfmem.core.errors.NetworkAccessRefused: SERVICE at line 1, column 12 would reach the ...
     """
 
 
@@ -269,3 +287,44 @@ class CheckpointError(RdfMemError, ValueError):
     def __init__(self, message: str, *, missing: list[str] | None = None) -> None:
         super().__init__(message)
         self.missing = missing or []
+
+
+# -- raised by the surfaces ------------------------------------------------------------------
+
+
+class ServerConfigError(RdfMemError, ValueError):
+    """``rdfmem serve`` options that do not fit together (updates allowed without a token …)."""
+
+
+class HttpError(RdfMemError):
+    """A request the SPARQL endpoint refuses: ``status`` and a message for the client."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+class Busy(RdfMemError):
+    """Every query worker is taken and the waiting line is full, or none came free in time."""
+
+
+class TimedOut(RdfMemError):
+    """A query did not finish within its time limit (it may still be running)."""
+
+
+class ChildFailed(RdfMemError, RuntimeError):
+    """An isolated query's child process died without an answer (killed, out of memory …)."""
+
+
+class QueryTimedOut(RdfMemError):
+    """An MCP ``sparql_query`` ran longer than the server's time limit."""
+
+
+class KnowledgeGraphError(RdfMemError, ValueError):
+    """A knowledge graph call that cannot be done (a missing entity); nothing was written."""
+
+
+class ToolInputError(RdfMemError, ValueError):
+    """MCP tool arguments that do not fit the tool's input schema or the server's limits."""

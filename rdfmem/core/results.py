@@ -23,8 +23,8 @@ from pyoxigraph import (
     serialize,
 )
 
-from .errors import QueryError
-from .formats import rdf_format, results_format
+from rdfmem.core.errors import QueryError
+from rdfmem.core.formats import rdf_format, results_format
 
 __all__ = ["GraphResult", "SelectResult", "Row"]
 

@@ -22,12 +22,13 @@ from typing import Any
 
 from pyoxigraph import Literal
 
-from .context import ContextUpdate
-from .errors import RdfMemError
-from .ontology import PREFIXES
-from .results import GraphResult, Row, SelectResult
-from .server.named import list_named_queries
-from .store import RdfStore
+from rdfmem.core.errors import RdfMemError
+from rdfmem.core.ontology import PREFIXES
+from rdfmem.core.results import GraphResult, Row, SelectResult
+from rdfmem.domain.context import ContextUpdate
+from rdfmem.domain.decision_queries import NODE_QUERIES
+from rdfmem.server.named import list_named_queries
+from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["DemoReport", "QuerySection", "build_memory", "run_demo"]
 
@@ -85,7 +86,7 @@ def _working_state(store: RdfStore, demo: _Demo) -> None:
 
 
 def _decisions(store: RdfStore, demo: _Demo) -> None:
-    from .decisions import DecisionGraph, Edge, Node
+    from rdfmem.domain.decisions import DecisionGraph, Edge, Node
 
     graph = DecisionGraph(store)
 
@@ -159,7 +160,7 @@ def _decisions(store: RdfStore, demo: _Demo) -> None:
 
 
 def _generalisations(store: RdfStore, demo: _Demo) -> None:
-    from .generalisations import Generalisation, Generalisations
+    from rdfmem.domain.generalisations import Generalisation, Generalisations
 
     gens = Generalisations(store, GROUP)
     gens.add(Generalisation("gin-index", "A GIN index cut p95 search latency by 65%.", 0, 0.9))
@@ -190,7 +191,7 @@ def _generalisations(store: RdfStore, demo: _Demo) -> None:
 
 
 def _memories(store: RdfStore, demo: _Demo) -> None:
-    from .memories import Memories, Memory
+    from rdfmem.domain.memories import Memories, Memory
 
     memories = Memories(store, project=PROJECT, session=SESSION)
     for scope, title, content, topics in [
@@ -268,10 +269,8 @@ def _section(
 
 def _decision_rows(demo: _Demo, name: str, given: dict[str, str]) -> QuerySection | None:
     """The five decision-graph queries as ``DecisionGraph.query`` orders them."""
-    from . import _decision_queries
-
     graph = demo.decisions
-    if graph is None or name not in _decision_queries.NODE_QUERIES:
+    if graph is None or name not in NODE_QUERIES:
         return None
     params: dict[str, Any] = {k: v for k, v in given.items() if k != "graph"}
     if "limit" in params:

@@ -2,7 +2,7 @@
 hold blank nodes (SPARQL cannot name an existing blank node, so they are deleted by
 pattern, when the pattern matches no other blank node), and writes too large for one
 request (staged in scratch graphs, then applied by one request). The rules are in
-``rdfmem.backends.sparql``'s docstring; the SPARQL is written by ``sparql_wire``.
+``rdfmem.backends.sparql.client``'s docstring; the SPARQL is written by ``sparql_wire``.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from pyoxigraph import NamedNode, Quad
 
-from ..errors import InvalidTerm, RdfMemError
-from ..terms import sparql_term
-from .sparql_wire import blanks_match, compile_blank_delete, staged_edit
+from rdfmem.backends.sparql.wire import blanks_match, compile_blank_delete, staged_edit
+from rdfmem.core.errors import InvalidTerm, RdfMemError
+from rdfmem.core.terms import sparql_term
 
 if TYPE_CHECKING:
-    from .sparql import SparqlBackend
+    from rdfmem.backends.sparql.client import SparqlBackend
 
 __all__ = ["blank_deletes", "drop", "stage"]
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .errors import SchemaError
-from .store import AsyncKeyValue, RdfStore
+from rdfmem.core.errors import SchemaError
+from rdfmem.store.rdfstore import RdfStore
+from rdfmem.store.twins import AsyncKeyValue
 
 __all__ = ["TypedStore"]
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 class TypedStore(AsyncKeyValue, Generic[M]):
@@ -32,7 +34,7 @@ class TypedStore(AsyncKeyValue, Generic[M]):
     >>> typed.set("tokenBudget", "lots")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    rdfmem.errors.SchemaError: tokenBudget: Input should be a valid integer...
+    rdfmem.core.errors.SchemaError: tokenBudget: Input should be a valid integer...
     """
 
     def __init__(self, inner: RdfStore, schema: type[M]) -> None:
@@ -107,17 +109,64 @@ class TypedStore(AsyncKeyValue, Generic[M]):
         self.inner.update(key, step)
         return result[-1]
 
+    def update_many(
+        self, keys: Iterable[str], fn: Callable[[dict[str, Any]], Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """Atomic read-modify-write of several schema keys; every new value is validated
+        before anything is written (``RdfStore.update_many``).
+
+        Raises:
+            SchemaError: a key outside the schema, or a value that fails it; nothing is
+                written.
+        """
+        if isinstance(keys, str):
+            raise SchemaError("update_many takes an iterable of keys, not one str")
+        names = list(dict.fromkeys(keys))
+        for key in names:
+            self._adapter(key)
+        result: dict[str, Any] = {}
+
+        def step(raw: dict[str, Any]) -> dict[str, Any]:
+            current = {k: self._load(k, v) for k, v in raw.items()}
+            new = dict(fn(current))
+            dumped = {k: self._dump(k, v) for k, v in new.items()}
+            result.clear()
+            result.update({k: self._load(k, v) for k, v in dumped.items()})
+            return dumped
+
+        self.inner.update_many(names, step)
+        return dict(result)
+
     def keys(self, prefix: str = "") -> list[str]:
         return [k for k in self.inner.keys(prefix) if k in self._adapters]
 
     def snapshot(self) -> dict[str, Any]:
         return self.inner.snapshot()
 
-    def restore(self, snapshot: dict[str, Any]) -> None:
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Replace the entries with the snapshot's, after checking each against the schema.
+
+        Raises:
+            SchemaError: an entry whose key is outside the schema or whose value fails it;
+                nothing is changed.
+            IncompatibleSnapshot: as ``RdfStore.restore``.
+        """
+        entries = snapshot.get("entries") if isinstance(snapshot, Mapping) else None
+        if isinstance(entries, list):
+            for entry in entries:
+                if isinstance(entry, Mapping) and "key" in entry and "value" in entry:
+                    if entry["value"] is not None:
+                        self._dump(entry["key"], entry["value"])
+                    else:
+                        self._adapter(entry["key"])
         self.inner.restore(snapshot)
 
     def close(self) -> None:
         self.inner.close()
 
-    def _run_async(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self.inner.backend.run_async(fn, *args)
+    def run_async(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
+        """Run a blocking call without blocking the event loop (``RdfStore.run_async``)."""
+        return self.inner.run_async(fn, *args)
+
+    def _run_async(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
+        return self.inner.run_async(fn, *args)

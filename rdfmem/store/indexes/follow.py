@@ -13,31 +13,24 @@ again.
 **The rule.** A search never misses an rdfmem write that returned before the search began
 (``SparqlBackend.changes_since`` says why). Writes by other SPARQL clients are not in the
 log: a search sees them once ``max_age_s`` has passed since its graphs were last read
-whole (every graph is then read again), or at once after ``refresh(store)``.
+whole (every graph is then read again), or at once after ``store.refresh()``.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from numpy.typing import NDArray
-from pyoxigraph import NamedNode
 
-from .vectors import VectorSet
+from rdfmem.store.indexes.vectors import VectorSet
 
-if TYPE_CHECKING:
-    from ..store import RdfStore
-
-__all__ = ["Follower", "declared", "follower", "refresh"]
+__all__ = ["Follower"]
 
 #: ``(graph, subject, vector)`` of stored vectors.
 Entries = Iterator[tuple[str, str, NDArray[Any]]]
-_ATTRIBUTE = "_rdfmem_followers"
-_make_lock = threading.Lock()
 
 
 class Follower:
@@ -131,41 +124,3 @@ class Follower:
                 vectors.remove(graph, subject)
             else:
                 vectors.put(graph, subject, vector)
-
-
-def follower(store: RdfStore, predicate: NamedNode) -> Follower | None:
-    """The follower of ``predicate``'s vectors on a remote store that keeps the change log
-    (shared by every view of its backend); None on any other store."""
-    backend = store.backend
-    if backend.exclusive_writer or not getattr(backend, "change_log", False):
-        return None
-    with _make_lock:
-        found: dict[str, Follower] | None = getattr(backend, _ATTRIBUTE, None)
-        if found is None:
-            found = {}
-            setattr(backend, _ATTRIBUTE, found)
-        if predicate.value not in found:
-            found[predicate.value] = Follower(backend, predicate.value)
-        return found[predicate.value]
-
-
-def refresh(store: RdfStore) -> None:
-    """Make the next search of a remote store read every vector again: for writes made by
-    SPARQL clients other than rdfmem, which the change log does not see."""
-    for each in _followers(store):
-        each.forget()
-
-
-def _followers(store: RdfStore) -> Iterable[Follower]:
-    found: dict[str, Follower] = getattr(store.backend, _ATTRIBUTE, {})
-    return list(found.values())
-
-
-def declared(
-    store: RdfStore, graph: NamedNode, subjects: Sequence[NamedNode] = ()
-) -> AbstractContextManager[Any]:
-    """A block whose raw updates change only ``subjects`` of ``graph`` (or, with no
-    subjects, only ``graph``): on a remote store the change log records exactly that, so
-    followers of other graphs read nothing again. Elsewhere it does nothing."""
-    scope = getattr(store.backend, "scope", None)
-    return nullcontext() if scope is None else scope(graph, subjects)

@@ -32,7 +32,7 @@ from typing import Any, TypeAlias
 
 from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad, Triple, Variable
 
-from .errors import InvalidTerm
+from rdfmem.core.errors import InvalidTerm
 
 __all__ = [
     "RDF_JSON",

@@ -2,7 +2,7 @@
 a reader asks what changed (``SparqlBackend.changes_since``).
 
 Pure functions, no I/O; every term is written with ``sparql_term``. (Pre-bound variables
-are written into queries by ``rdfmem.backends.sparql_bind``.)
+are written into queries by ``rdfmem.backends.sparql.bind``.)
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode
 
-from ..leases import instant
-from ..terms import sparql_term
+from rdfmem.backends.sparql.leases import instant
+from rdfmem.core.terms import sparql_term
 
 __all__ = [
     "CHANGE_GRAPH_IRI",

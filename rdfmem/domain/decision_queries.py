@@ -1,6 +1,6 @@
 """The decision graph as RDF, in pure functions: IRIs, N-Triples, SPARQL text, traversal order.
 
-Nothing here does I/O; ``rdfmem.decisions`` sends what these functions build to ``RdfStore``.
+Nothing here does I/O; ``rdfmem.domain.decisions`` sends what these functions build to ``RdfStore``.
 Every term that lands in SPARQL or N-Triples text is either a constant of the vocabulary, an
 IRI made of percent-escaped ids (only unreserved characters and ``%XX`` remain), or a literal
 escaped by pyoxigraph's N-Triples writer, so no caller string can break out of its place.
@@ -28,7 +28,7 @@ from urllib.parse import quote, unquote
 
 from pyoxigraph import Literal, NamedNode
 
-from .ontology import RDFMEM, named_query
+from rdfmem.core.ontology import RDFMEM, named_query
 
 __all__ = [
     "CLASS_OF_TYPE",

@@ -17,7 +17,7 @@ from contextlib import suppress
 
 from pyoxigraph import NamedNode
 
-from .lease_steps import Claim
+from rdfmem.backends.sparql.lease_steps import Claim
 
 __all__ = ["KeptClaims"]
 

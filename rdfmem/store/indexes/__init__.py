@@ -7,14 +7,15 @@ next read rebuilds from SPARQL. A remote store has no hub: its reads go to the s
 
 Public surface, for other modules (LangGraph items, remote client caches):
 
-* ``indexes(store)`` -> ``IndexHub | None``;
+* ``RdfStore.indexes`` -> ``IndexHub | None``; ``RdfStore.follower(predicate)``;
 * ``IndexHub.writing(graphs)`` (a write to known graphs), ``IndexHub.fresh(seen, graphs)``,
   ``IndexHub.vectors(graphs, predicate)`` -> ``VectorSet``, ``IndexHub.graph_index(graph)``;
 * ``VectorSet.put/remove/search/rebuild``, ``GraphIndex`` for node and link queries.
 """
 
-from .graph import GraphIndex
-from .hub import IndexHub, hub_of, indexes
-from .vectors import ANN_THRESHOLD, VectorSet
+from rdfmem.store.indexes.follow import Follower
+from rdfmem.store.indexes.graph import GraphIndex
+from rdfmem.store.indexes.hub import IndexHub
+from rdfmem.store.indexes.vectors import ANN_THRESHOLD, VectorSet
 
-__all__ = ["ANN_THRESHOLD", "GraphIndex", "IndexHub", "VectorSet", "hub_of", "indexes"]
+__all__ = ["ANN_THRESHOLD", "Follower", "GraphIndex", "IndexHub", "VectorSet"]

@@ -4,7 +4,7 @@ the server's answers read back as pyoxigraph results.
 Pure functions, no I/O (``SparqlBackend`` sends what they write). Every term is written with
 ``sparql_term`` (N-Triples escaping). Blank nodes are written as blank nodes, and a blank
 node in a pattern stands as a variable restricted by ``isBlank``, since SPARQL cannot name
-an existing blank node (see ``rdfmem.backends.sparql`` for the rule).
+an existing blank node (see ``rdfmem.backends.sparql.client`` for the rule).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from pyoxigraph import (
     parse_query_results,
 )
 
-from ..errors import BackingError, FormatError, InvalidTerm
-from ..formats import check_rdfxml
-from ..terms import sparql_term
-from .base import Graph, Object, RawResult, Subject
+from rdfmem.backends.base import Graph, Object, RawResult, Subject
+from rdfmem.core.errors import BackingError, FormatError, InvalidTerm
+from rdfmem.core.formats import check_rdfxml
+from rdfmem.core.terms import sparql_term
 
 __all__ = [
     "STAGING_PREFIX",

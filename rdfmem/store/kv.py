@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad
 
-from .backends.base import Backend
-from .errors import IncompatibleSnapshot, InvalidKey
-from .index.hub import hub_of
-from .keys import KeyCodec, decode_value, encode_value, loads
-from .lease_steps import RANGE_DELIMITERS
+from rdfmem.backends.base import Backend
+from rdfmem.backends.sparql.lease_steps import RANGE_DELIMITERS
+from rdfmem.core.errors import IncompatibleSnapshot, InvalidKey
+from rdfmem.core.keys import KeyCodec, decode_value, encode_value, loads
+from rdfmem.store.indexes.hub import IndexHub
 
 __all__ = ["KeyValue", "SNAPSHOT_TYPE", "SNAPSHOT_VERSION"]
 
@@ -65,6 +66,7 @@ class KeyValue:
     _kv_graph: NamedNode
     _value_predicate: NamedNode
     _cache: _ReadCache | None
+    _hub: IndexHub | None
 
     def _init_kv(self) -> None:
         self._cache = _ReadCache(self.backend) if self.backend.exclusive_writer else None
@@ -72,15 +74,11 @@ class KeyValue:
         prefix = self._codec.ns_prefix
         self._range = prefix if prefix[-1:] and prefix[-1] in RANGE_DELIMITERS else None
 
-    def _wrote_entries(self) -> None:
-        # Named apart from TripleStore._wrote: RdfStore inherits both, and a triple-level
-        # write must not be recorded as an entry write.
+    def _entry_write(self) -> AbstractContextManager[Any]:
         # An entry write touches only the entry graph: the index hub leaves the indexes of
-        # other graphs (vectors, decisions) fresh.
-        self.backend.generation += 1
-        hub = hub_of(self.backend)
-        if hub is not None:
-            hub.wrote((self._kv_graph.value,))
+        # other graphs (vectors, decisions) fresh. Inside the lease or lock of the write.
+        hub = self._hub
+        return nullcontext() if hub is None else hub.writing((self._kv_graph.value,))
 
     def _entry_quads(self, subject: NamedNode) -> list[Quad]:
         return list(self.backend.match(subject, self._value_predicate, None, self._kv_graph))
@@ -120,9 +118,8 @@ class KeyValue:
         """
         subject = self._codec.subject(key)
         new = self._entry(subject, value)
-        with self.backend.exclusive([subject], self._range):
+        with self.backend.exclusive([subject], self._range), self._entry_write():
             self.backend.apply(self._entry_quads(subject), [new])
-            self._wrote_entries()
             if self._cache is not None:
                 self._cache.put(key, _text(new), self.backend.generation)
 
@@ -138,12 +135,11 @@ class KeyValue:
     def delete(self, key: str) -> bool:
         """Remove ``key``'s entry; True when there was one."""
         subject = self._codec.subject(key)
-        with self.backend.exclusive([subject], self._range):
+        with self.backend.exclusive([subject], self._range), self._entry_write():
             old = self._entry_quads(subject)
             if not old:
                 return False
             self.backend.apply(old, [])
-            self._wrote_entries()
         return True
 
     def update(self, key: str, fn: Callable[[Any], Any]) -> Any:
@@ -162,13 +158,12 @@ class KeyValue:
             and nothing is written either.
         """
         subject = self._codec.subject(key)
-        with self.backend.exclusive([subject], self._range):
+        with self.backend.exclusive([subject], self._range), self._entry_write():
             old = self._entry_quads(subject)
             current = decode_value(old[0].object) if old else None
             value = fn(current)
             new = self._entry(subject, value)
             self.backend.apply(old, [new])
-            self._wrote_entries()
         return value
 
     def update_many(
@@ -187,7 +182,7 @@ class KeyValue:
             raise InvalidKey("update_many takes an iterable of keys, not one str")
         names = list(dict.fromkeys(keys))
         subjects = {key: self._codec.subject(key) for key in names}
-        with self.backend.exclusive(list(subjects.values())):
+        with self.backend.exclusive(list(subjects.values())), self._entry_write():
             old: dict[str, list[Quad]] = {k: self._entry_quads(s) for k, s in subjects.items()}
             current = {k: decode_value(q[0].object) for k, q in old.items() if q}
             result = dict(fn(dict(current)))
@@ -197,7 +192,6 @@ class KeyValue:
             adds = [self._entry(subjects[k], v) for k, v in result.items()]
             removes = [q for quads in old.values() for q in quads]
             self.backend.apply(removes, adds)
-            self._wrote_entries()
         return result
 
     def keys(self, prefix: str = "") -> list[str]:
@@ -266,6 +260,5 @@ class KeyValue:
                 adds[entry["key"]] = self._entry(self._codec.subject(entry["key"]), entry["value"])
             except (InvalidKey, ValueError) as exc:
                 raise incompatible(f"entry {i}: {exc}") from exc
-        with self.backend.exclusive([]):
+        with self.backend.exclusive([]), self._entry_write():
             self.backend.apply(self._own_entries(), list(adds.values()))
-            self._wrote_entries()

@@ -38,7 +38,7 @@ GraphDB or Neptune:
   triples later an IRI); a blank node cannot be a pre-bound value (``VALUES`` cannot
   hold one) nor name a graph.
 * **Pre-bound variables** (``substitutions``) are written in with standard ``VALUES``
-  blocks (``rdfmem.backends.sparql_bind``), so the remote store answers as embedded
+  blocks (``rdfmem.backends.sparql.bind``), so the remote store answers as embedded
   Oxigraph does (SEP-0007): ``VALUES`` in every group for a variable the query only
   reads, a join after the assignment for one it assigns (``BIND``, ``AS``). Values are
   built with ``sparql_term`` (N-Triples escaping): no caller text is pasted in.
@@ -53,8 +53,8 @@ GraphDB or Neptune:
   see both, never neither; Virtuoso does not undo a request's earlier operations when a
   later one fails). If staging fails, the scratch graphs are dropped and nothing of the
   write is applied (a client killed in between leaves its scratch graphs: drop them).
-* ``exclusive`` is a lease on the server (``rdfmem.leases``), so the key/value layer's
-  read-modify-writes are atomic across processes and machines.
+* ``exclusive`` is a lease on the server (``rdfmem.backends.sparql.leases``), so the key/value
+  layer's read-modify-writes are atomic across processes and machines.
 
 Errors are translated at this boundary (``raise … from exc``): a transport failure is
 ``Unreachable`` (endpoint and cause), HTTP 400 is ``QueryError`` with the server's message,
@@ -82,12 +82,10 @@ from pyoxigraph import (
     QuerySolutions,
 )
 
-from ..errors import BackingError, InvalidTerm, QueryError, Unreachable
-from ..leases import Leases
-from ..terms import sparql_term
-from .base import Backend, Graph, Object, RawResult, Subject
-from .sparql_bind import bind_values, query_shape
-from .sparql_text import (
+from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
+from rdfmem.backends.sparql.bind import bind_values, query_shape
+from rdfmem.backends.sparql.leases import Leases
+from rdfmem.backends.sparql.text import (
     CHANGE_GRAPH_IRI,
     DEFAULT_GRAPH_LABEL,
     Changes,
@@ -97,7 +95,7 @@ from .sparql_text import (
     read_changes,
     xsd_instant,
 )
-from .sparql_wire import (
+from rdfmem.backends.sparql.wire import (
     STAGING_PREFIX,
     blanks_match,
     compile_match,
@@ -108,7 +106,9 @@ from .sparql_wire import (
     solution_row,
     to_wire,
 )
-from .sparql_writes import blank_deletes, drop, stage
+from rdfmem.backends.sparql.writes import blank_deletes, drop, stage
+from rdfmem.core.errors import BackingError, InvalidTerm, QueryError, Unreachable
+from rdfmem.core.terms import sparql_term
 
 __all__ = [
     "CHANGE_GRAPH_IRI",
@@ -179,7 +179,8 @@ class SparqlBackend(Backend):
             waits for another client's lease before ``LeaseDenied``.
         lease_linger_ms: how long this client keeps a claim it no longer uses, when nobody
             else wanted it, so that its next write there costs one request less (0: never;
-            see ``rdfmem.leases.Leases``). Another client waits at most this long for it.
+            see ``rdfmem.backends.sparql.leases.Leases``). Another client waits at most this
+            long for it.
         max_quads_per_request: stage larger writes in scratch graphs, this many quads per
             request, then apply them in one request; by default 500 against Virtuoso,
             unbounded elsewhere.
@@ -192,7 +193,8 @@ class SparqlBackend(Backend):
 
     supports_update = True
     read_only = False
-    exclusive_writer = False
+    kind = "sparql"
+    embedded = False
     persistent = True
 
     def __init__(
@@ -215,7 +217,7 @@ class SparqlBackend(Backend):
         snapshot_reads: bool | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(exclusive_writer=False)  # other clients write the server too
         self.query_url = query_url
         self.update_url = update_url or query_url
         try:
@@ -422,6 +424,12 @@ class SparqlBackend(Backend):
         """Run SPARQL Update, sent exactly as written: no text of it is rewritten and no
         dataset parameter is added (Virtuoso reads ``default-graph-uri`` on an update as a
         dataset that hides every named graph from its ``WHERE``)."""
+        try:
+            self._update(sparql, base_iri)
+        finally:
+            self.wrote()
+
+    def _update(self, sparql: str, base_iri: str | None) -> None:
         self.leases.flush()
         if self.change_log and self.declared():
             # rdfmem's own text, whose graph and subjects its caller declared: the record
@@ -546,6 +554,12 @@ class SparqlBackend(Backend):
     def apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
         if not remove and not add:
             return
+        try:
+            self._apply(remove, add)
+        finally:
+            self.wrote()
+
+    def _apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
         limit = self.max_quads_per_request
         if limit is None and len(remove) + len(add) > _VIRTUOSO_QUADS:
             if not self.server:

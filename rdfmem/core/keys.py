@@ -25,8 +25,8 @@ from urllib.parse import quote, unquote
 
 from pyoxigraph import Literal, NamedNode
 
-from .errors import BackingError, InvalidKey, InvalidValue
-from .terms import RDF_JSON
+from rdfmem.core.errors import BackingError, InvalidKey, InvalidValue
+from rdfmem.core.terms import RDF_JSON
 
 __all__ = ["KeyCodec", "decode_value", "encode_value", "check_json"]
 

@@ -37,7 +37,7 @@ def ontology_path() -> Path:
     packaged = Path(str(resources.files("rdfmem"))) / "ontologies"
     if (packaged / "rdfmem.ttl").is_file():
         return packaged
-    return Path(__file__).resolve().parent.parent / "ontologies"
+    return Path(__file__).resolve().parents[2] / "ontologies"
 
 
 def named_query(name: str) -> str:

@@ -9,8 +9,8 @@ Several agents, processes or machines share one memory by connecting to one serv
     store.release_lease(lease)
 
 The asyncio twins of ``get``, ``has``, ``set``, ``update`` and ``delete`` run on an
-``httpx.AsyncClient`` (over ``rdfmem.remote_http.LeanTransport`` for ``http://`` URLs, which
-costs the client about half the CPU of httpx's default async transport): one event loop
+``httpx.AsyncClient`` (over ``rdfmem.backends.sparql.http.LeanTransport`` for ``http://`` URLs,
+which costs the client about half the CPU of httpx's default async transport): one event loop
 drives hundreds of concurrent calls without a thread each, at most ``_CONNECTIONS``
 requests in flight; the lease protocol is the same generator of steps, run by ``arun``
 instead of ``run``. The other ``a*`` twins run the sync call on a thread.
@@ -18,16 +18,16 @@ instead of ``run``. The other ``a*`` twins run the sync call on a thread.
 Writes under leases: a write of one request made inside an ``exclusive`` block that took
 its own lease (``Memories.save``'s update, a key/value write) travels with the lease's
 release, in one request, or alone when the client keeps its claim for its next write there
-(nobody else wanted it: two requests a write, ``rdfmem.leases.Leases``); the async twins
-take a new claim each time and release it with the write. ``clear_graph`` is one
+(nobody else wanted it: two requests a write, ``rdfmem.backends.sparql.leases.Leases``); the async
+twins take a new claim each time and release it with the write. ``clear_graph`` is one
 ``CLEAR`` request under a lease on every subject; ``restore`` replaces the entries in one
 request under the same lease (a write too large for one Virtuoso request is staged first:
 ``SparqlBackend``). A request is all or nothing on the server, also when the server is
 killed while it runs.
 
-Everything ``RdfStore`` offers works unchanged (see ``rdfmem.backends.sparql`` for what
-"the default graph" and blank nodes mean on a server, and ``rdfmem.leases`` for why the
-leases hold on a server that isolates nothing but single writes).
+Everything ``RdfStore`` offers works unchanged (see ``rdfmem.backends.sparql.client`` for what
+"the default graph" and blank nodes mean on a server, and ``rdfmem.backends.sparql.leases`` for why
+the leases hold on a server that isolates nothing but single writes).
 """
 
 from __future__ import annotations
@@ -35,15 +35,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from pyoxigraph import DefaultGraph, NamedNode, Quad, QuerySolutions, Store, Variable
+from pyoxigraph import DefaultGraph, NamedNode, Quad, QuerySolutions, Store
 
-from .backends.sparql import (
-    LEASE_GRAPH_IRI,
+from rdfmem.backends.sparql.client import (
     SparqlBackend,
     compile_match,
     edit_requests,
@@ -51,10 +50,8 @@ from .backends.sparql import (
     to_wire,
     unreachable,
 )
-from .backends.sparql_text import DEFAULT_GRAPH_LABEL, log_change
-from .errors import BackingError, InvalidTerm, InvalidValue
-from .keys import decode_value, encode_value
-from .leases import (
+from rdfmem.backends.sparql.http import LeanTransport
+from rdfmem.backends.sparql.leases import (
     Claim,
     Lease,
     Select,
@@ -67,12 +64,13 @@ from .leases import (
     delete_claims,
     release,
 )
-from .remote_http import LeanTransport
-from .store import RdfStore
-from .terms import sparql_term, to_graph
-from .triples import refuse_network
+from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, log_change
+from rdfmem.core.errors import BackingError, InvalidTerm
+from rdfmem.core.keys import KeyCodec, decode_value, encode_value
+from rdfmem.core.terms import sparql_term
+from rdfmem.store.triples import refuse_network
 
-__all__ = ["Endpoint", "Lease", "RemoteStore"]
+__all__ = ["Endpoint", "Lease", "NetworkEntries", "clear_graph_request", "deferred_update"]
 
 _CONNECTIONS = 16  # requests in flight at once from one event loop
 _DEFERRED_MAX = 256 * 1024  # characters of an update that may wait for a lease's release
@@ -87,199 +85,29 @@ class Endpoint:
     region: str = ""
 
 
-class RemoteStore(RdfStore):
-    """An ``RdfStore`` on a remote SPARQL 1.1 server (``RdfStore.connect``).
+class NetworkEntries:
+    """Key/value entries of a remote store read and written on an ``httpx.AsyncClient``,
+    from an event loop, without a thread per call (``RemoteStore``'s async twins)."""
 
-    Every key/value read-modify-write (``set``, ``update``, ``update_many``, ``delete``)
-    holds a lease on its keys for its duration, so ``update`` is atomic across every client
-    of the server, and two racing ``set`` calls never leave two values for one key.
-    """
-
-    backend: SparqlBackend
-
-    def __init__(self, backend: SparqlBackend, *, region: str = "", **options: Any) -> None:
-        super().__init__(backend, **options)
-        self.endpoint = Endpoint(backend.query_url, region)
+    def __init__(
+        self,
+        backend: SparqlBackend,
+        codec: KeyCodec,
+        value_predicate: NamedNode,
+        kv_graph: NamedNode,
+        on_write: Callable[[], None],
+    ) -> None:
+        self.backend = backend
+        self.codec = codec
+        self.value_predicate = value_predicate
+        self.kv_graph = kv_graph
+        self.on_write = on_write
         self._aclient: httpx.AsyncClient | None = None
         self._aloop: asyncio.AbstractEventLoop | None = None
         self._asem = asyncio.Semaphore(_CONNECTIONS)
         self._closing: asyncio.Future[None] | None = None
         self._keeper: AsyncIterator[None] | None = None
         self._alocks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-
-    @classmethod
-    def connect(
-        cls,
-        query_url: str,
-        update_url: str | None = None,
-        *,
-        region: str = "",
-        auth: httpx.Auth | tuple[str, str] | None = None,
-        timeout: float = 30.0,
-        namespace: str = "",
-        headers: Mapping[str, str] | None = None,
-        default_graph: str | None = None,
-        lease_graph: str = LEASE_GRAPH_IRI,
-        change_log: bool = False,
-        hidden_graphs: Sequence[str] | None = None,
-        lease_ttl_ms: int = 10_000,
-        lease_wait_ms: int = 30_000,
-        lease_linger_ms: int = 250,
-        max_quads_per_request: int | None = None,
-        snapshot_reads: bool | None = None,
-        transport: httpx.BaseTransport | None = None,
-        **options: Any,
-    ) -> RemoteStore:
-        """A store on the server at ``query_url`` (updates to ``update_url``, or to the same
-        URL when None). No request is sent until the store is used.
-
-        >>> store = RemoteStore.connect("http://127.0.0.1:9/query", region="eu-west")
-        >>> store.endpoint
-        Endpoint(url='http://127.0.0.1:9/query', region='eu-west')
-        >>> store.health(200)
-        False
-        >>> store.close()
-
-        ``options`` are ``RdfStore``'s (``subject_prefix``, ``value_predicate``, ``graph``);
-        the others are ``SparqlBackend``'s.
-
-        Raises:
-            InvalidTerm: a URL or graph option that is not valid.
-        """
-        backend = SparqlBackend(
-            query_url,
-            update_url,
-            auth=auth,
-            timeout=timeout,
-            headers=headers,
-            default_graph=default_graph,
-            lease_graph=lease_graph,
-            change_log=change_log,
-            hidden_graphs=hidden_graphs,
-            lease_ttl_ms=lease_ttl_ms,
-            lease_wait_ms=lease_wait_ms,
-            lease_linger_ms=lease_linger_ms,
-            max_quads_per_request=max_quads_per_request,
-            snapshot_reads=snapshot_reads,
-            transport=transport,
-        )
-        return cls(backend, region=region, namespace=namespace, **options)
-
-    def acquire_lease(self, subject: str, ttl_ms: int, max_wait_ms: int) -> Lease:
-        """Exclusive write authority over ``subject`` for ``ttl_ms`` milliseconds.
-
-        A held lease makes every other client's ``acquire_lease`` and key/value writes to
-        the key ``subject`` wait; this client's own writes go ahead under it. Past its ttl
-        another client may take it over, and this client's writes to ``subject`` raise
-        ``LeaseExpired`` until it is released.
-
-        Raises:
-            LeaseDenied: another client held it for longer than ``max_wait_ms`` (``holder``
-                names it).
-            InvalidKey: ``subject`` is empty or not a str.
-            InvalidValue: ``ttl_ms`` is not a positive number.
-            Unreachable: the server did not answer.
-        """
-        node = self._codec.subject(subject)
-        if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, (int, float)) or ttl_ms <= 0:
-            raise InvalidValue(f"ttl_ms must be a positive number of milliseconds: {ttl_ms!r}")
-        claim = self.backend.leases.acquire([node], int(ttl_ms), int(max_wait_ms), subject)
-        return claim.lease()
-
-    def release_lease(self, lease: Lease) -> None:
-        """Give ``lease`` up. Releasing it again is a no-op; a lease held by another client
-        object (handed over) is released on the server all the same.
-
-        Raises:
-            LeaseExpired: this client held the lease and it had expired (it is released
-                anyway; the error says that another client may have held it meanwhile).
-            Unreachable: the server did not answer.
-        """
-        leases = self.backend.leases
-        if lease.token in leases.held:
-            leases.release(lease.token)
-        else:
-            leases.forget(lease.token)
-
-    def health(self, timeout_ms: float) -> bool:
-        """True when the server answers within ``timeout_ms``; never raises."""
-        return self.backend.health(timeout_ms)
-
-    def sparql_update(
-        self, sparql: str, *, base_iri: str | None = None, allow_network: bool = False
-    ) -> None:
-        """``RdfStore.sparql_update``; inside an ``exclusive`` block that took its own lease,
-        an update Oxigraph parses travels with the lease's release, in one request (a domain
-        write, ``Memories.save``, then costs one request less): it is sent when the block
-        ends, or before any read in between, and its errors are raised from there.
-
-        Raises:
-            NetworkAccessRefused, QueryError: as ``RdfStore.sparql_update``.
-        """
-        backend = self.backend
-        if (
-            base_iri is not None
-            or allow_network
-            or not backend.leases.deferring()
-            or not _parses(sparql)
-        ):
-            super().sparql_update(sparql, base_iri=base_iri, allow_network=allow_network)
-            return
-        refuse_network(sparql)
-        parts = [sparql + "\n"]  # a trailing comment must not swallow what follows
-        if backend.change_log:  # as ``backend.update`` logs it (its ``scope``, if declared)
-            parts.append(backend.change_record())
-        with backend.lock:
-            try:
-                backend.leases.write([" ; ".join(parts)])
-            finally:
-                self._wrote()
-
-    def clear_graph(self, graph: Any) -> None:
-        """Remove every triple of one graph (``DefaultGraph()`` for the default graph): one
-        ``CLEAR`` request, under a lease on every subject (so no key/value read-modify-write
-        of any client runs across it), with the release and the change record in it.
-
-        Raises:
-            InvalidTerm: ``graph`` is not a graph, or is the lease graph.
-            LeaseDenied: another client held a lease longer than ``lease_wait_ms``.
-            Unreachable: the server did not answer.
-        """
-        name = to_graph(graph)
-        if isinstance(name, Variable):
-            raise InvalidTerm("clear_graph needs a graph, not a variable")
-        backend = self.backend
-        wire = to_wire(name, backend.default_graph)
-        if wire == backend.lease_graph:
-            raise InvalidTerm("the lease graph is not cleared by clear_graph")
-        if isinstance(wire, DefaultGraph):
-            parts = ["CLEAR SILENT DEFAULT"]
-            label = DEFAULT_GRAPH_LABEL
-        else:
-            parts = [f"CLEAR SILENT GRAPH {sparql_term(wire)}"]
-            label = wire.value
-        if backend.change_log:
-            parts.append(log_change(backend.change_graph, uuid.uuid4().hex, [label]))
-        with backend.exclusive([]), backend.lock:
-            try:
-                backend.leases.write([" ; ".join(parts)])
-            finally:
-                self._wrote()
-
-    async def aacquire_lease(self, subject: str, ttl_ms: int, max_wait_ms: int) -> Lease:
-        """Async ``acquire_lease``."""
-        lease: Lease = await self._run_async(self.acquire_lease, subject, ttl_ms, max_wait_ms)
-        return lease
-
-    async def arelease_lease(self, lease: Lease) -> None:
-        """Async ``release_lease``."""
-        await self._run_async(self.release_lease, lease)
-
-    async def ahealth(self, timeout_ms: float) -> bool:
-        """Async ``health``; never raises."""
-        return bool(await self._run_async(self.health, timeout_ms))
-
-    # -- async on the network --------------------------------------------------------------
 
     async def _apost(self, form: Mapping[str, Any], *, update: bool = False) -> httpx.Response:
         """POST on this event loop's ``httpx.AsyncClient``, with ``_post``'s retries and
@@ -353,16 +181,16 @@ class RemoteStore(RdfStore):
 
     async def _aentry(self, subject: NamedNode) -> list[Quad]:
         sparql, _ = compile_match(
-            subject, self._value_predicate, None, self._kv_graph, default_graph=None
+            subject, self.value_predicate, None, self.kv_graph, default_graph=None
         )
         rows = await self._arows(sparql)
-        return [Quad(subject, self._value_predicate, r["o"], self._kv_graph) for r in rows]
+        return [Quad(subject, self.value_predicate, r["o"], self.kv_graph) for r in rows]
 
     async def _amodify(self, key: str, change: Callable[[list[Quad]], list[Quad] | None]) -> Any:
         """One leased read-modify-write of ``key``'s entry: ``change(old quads)`` gives the
         new quads (None: leave it); the write travels with the release, in one request."""
         await self._aknow_server()
-        subject = self._codec.subject(key)
+        subject = self.codec.subject(key)
         # Tasks of this client take turns per key (as threads do), so that one claim at a
         # time waits on the server for it.
         lock = self._alocks.get(subject.value)
@@ -398,11 +226,11 @@ class RemoteStore(RdfStore):
         try:
             if claim is not None and claim.prefetch is not None:
                 old = [
-                    Quad(subject, self._value_predicate, r["po"], self._kv_graph)
+                    Quad(subject, self.value_predicate, r["po"], self.kv_graph)
                     for r in claim.prefetch
                     if r.get("ps") == subject
-                    and r.get("pp") == self._value_predicate
-                    and r.get("pg") == self._kv_graph
+                    and r.get("pp") == self.value_predicate
+                    and r.get("pg") == self.kv_graph
                 ]
             else:
                 old = await self._aentry(subject)
@@ -412,7 +240,7 @@ class RemoteStore(RdfStore):
                 parts = edit_requests(old, new, default_graph=backend.default_graph)
                 if parts and backend.change_log:
                     parts[-1] += " ; " + log_change(
-                        backend.change_graph, uuid.uuid4().hex, [self._kv_graph.value], [subject]
+                        backend.change_graph, uuid.uuid4().hex, [self.kv_graph.value], [subject]
                     )
                 for fence in (claim, covering):
                     if fence is not None:
@@ -425,24 +253,24 @@ class RemoteStore(RdfStore):
             parts.append(delete_claims(leases.graph, [claim.node]))
         if parts:  # the write, its change record and the release: one request
             await self._apost({"update": " ; ".join(parts)}, update=True)
-        self._wrote_entries()
+        self.on_write()
         return old
 
     async def aget(self, key: str, default: Any = None) -> Any:
         """Async ``get``, on the network without a thread."""
-        old = await self._aentry(self._codec.subject(key))
+        old = await self._aentry(self.codec.subject(key))
         return decode_value(old[0].object) if old else default
 
     async def ahas(self, key: str) -> bool:
         """Async ``has``, on the network without a thread."""
-        return bool(await self._aentry(self._codec.subject(key)))
+        return bool(await self._aentry(self.codec.subject(key)))
 
     async def aset(self, key: str, value: Any) -> None:
         """Async ``set``: leased, like ``set``; on the network without a thread."""
         entry = encode_value(value)
-        subject = self._codec.subject(key)
+        subject = self.codec.subject(key)
         await self._amodify(
-            key, lambda _: [Quad(subject, self._value_predicate, entry, self._kv_graph)]
+            key, lambda _: [Quad(subject, self.value_predicate, entry, self.kv_graph)]
         )
 
     async def adelete(self, key: str) -> bool:
@@ -452,39 +280,32 @@ class RemoteStore(RdfStore):
     async def aupdate(self, key: str, fn: Callable[[Any], Any]) -> Any:
         """Async ``update``: atomic across every client, like ``update``; on the network
         without a thread."""
-        subject = self._codec.subject(key)
+        subject = self.codec.subject(key)
         result: list[Any] = []
 
         def change(old: list[Quad]) -> list[Quad]:
             value = fn(decode_value(old[0].object) if old else None)
             result.append(value)
-            return [Quad(subject, self._value_predicate, encode_value(value), self._kv_graph)]
+            return [Quad(subject, self.value_predicate, encode_value(value), self.kv_graph)]
 
         await self._amodify(key, change)
         return result[0]
 
     async def aclose(self) -> None:
-        """Close the store and its async client."""
+        """Close the async client (on its own event loop)."""
         client, self._aclient = self._aclient, None
         if client is not None:
             await client.aclose()
-        self.close()
 
     def close(self) -> None:
-        """Close the store, and its async client when one is open (an event loop that
-        ended closed it already: ``asyncio.run(main())`` then ``store.close()``)."""
+        """Close the async client when one is open (an event loop that ended closed it
+        already: ``asyncio.run(main())`` then ``store.close()``)."""
         client, loop, self._aclient = self._aclient, self._aloop, None
         if client is not None and loop is not None and not loop.is_closed():
             if loop.is_running():
                 self._closing = asyncio.ensure_future(client.aclose(), loop=loop)
             else:
                 loop.run_until_complete(client.aclose())
-        super().close()
-
-    def __repr__(self) -> str:
-        ns = f", namespace={self.namespace!r}" if self.namespace else ""
-        region = f", region={self.endpoint.region!r}" if self.endpoint.region else ""
-        return f"RemoteStore({self.endpoint.url!r}{region}{ns})"
 
 
 def _parses(sparql: str) -> bool:
@@ -504,3 +325,46 @@ async def _closing_at_shutdown(client: httpx.AsyncClient) -> AsyncIterator[None]
         yield
     finally:
         await client.aclose()
+
+
+def deferred_update(backend: SparqlBackend, sparql: str) -> bool:
+    """Inside an ``exclusive`` block that took its own lease, queue ``sparql`` (which
+    Oxigraph parses) to travel with the lease's release, in one request: sent when the
+    block ends, or before any read in between. False when it cannot wait (send it now)."""
+    if not backend.leases.deferring() or not _parses(sparql):
+        return False
+    refuse_network(sparql)
+    parts = [sparql + "\n"]  # a trailing comment must not swallow what follows
+    if backend.change_log:  # as ``backend.update`` logs it (its ``scope``, if declared)
+        parts.append(backend.change_record())
+    with backend.lock:
+        try:
+            backend.leases.write([" ; ".join(parts)])
+        finally:
+            backend.wrote()
+    return True
+
+
+def clear_graph_request(backend: SparqlBackend, name: Any) -> None:
+    """Empty one graph with one ``CLEAR`` request, under a lease on every subject, with
+    the release and the change record in it.
+
+    Raises:
+        InvalidTerm: ``name`` is the lease graph.
+    """
+    wire = to_wire(name, backend.default_graph)
+    if wire == backend.lease_graph:
+        raise InvalidTerm("the lease graph is not cleared by clear_graph")
+    if isinstance(wire, DefaultGraph):
+        parts = ["CLEAR SILENT DEFAULT"]
+        label = DEFAULT_GRAPH_LABEL
+    else:
+        parts = [f"CLEAR SILENT GRAPH {sparql_term(wire)}"]
+        label = wire.value
+    if backend.change_log:
+        parts.append(log_change(backend.change_graph, uuid.uuid4().hex, [label]))
+    with backend.exclusive([]), backend.lock:
+        try:
+            backend.leases.write([" ; ".join(parts)])
+        finally:
+            backend.wrote()

@@ -1,8 +1,8 @@
 """The lease protocol's steps: claims, the SPARQL that writes and reads them, and
 ``acquire`` / ``release`` as generators of ``Select``, ``Update`` and ``Sleep`` steps with
-no I/O (run by ``rdfmem.leases.run``).
+no I/O (run by ``rdfmem.backends.sparql.leases.run``).
 
-Why these steps never give two clients one subject at once: ``rdfmem.leases``.
+Why these steps never give two clients one subject at once: ``rdfmem.backends.sparql.leases``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any, TypeAlias, TypeVar
 
 from pyoxigraph import Literal, NamedNode
 
-from .errors import BackingError, LeaseDenied
-from .ontology import RDFMEM
-from .terms import sparql_term
+from rdfmem.core.errors import BackingError, LeaseDenied
+from rdfmem.core.ontology import RDFMEM
+from rdfmem.core.terms import sparql_term
 
 __all__ = [
     "CLAIM_PREFIX",

@@ -21,12 +21,12 @@ from pyoxigraph import (
     Variable,
 )
 
-from .backends.base import Backend
-from .errors import FormatError, InvalidTerm, NetworkAccessRefused, QueryError
-from .formats import rdf_format
-from .results import GraphResult, Row, SelectResult
-from .sparql_guard import find_forbidden
-from .terms import sparql_term, to_graph, to_object, to_predicate, to_subject
+from rdfmem.backends.base import Backend
+from rdfmem.core.errors import FormatError, InvalidTerm, NetworkAccessRefused, QueryError
+from rdfmem.core.formats import rdf_format
+from rdfmem.core.guard import find_forbidden
+from rdfmem.core.results import GraphResult, Row, SelectResult
+from rdfmem.core.terms import sparql_term, to_graph, to_object, to_predicate, to_subject
 
 __all__ = ["Pattern", "TripleStore", "compile_patterns"]
 
@@ -143,18 +143,6 @@ class TripleStore:
     backend: Backend
     prefixes: dict[str, str]
 
-    def _wrote(self) -> None:
-        # Called under backend.lock after every write. The scope of a triple-level write
-        # (raw SPARQL Update, load, assert, clear_graph …) is unknown here, so the index hub
-        # counts it as touching every graph (its indexes rebuild before their next read),
-        # unless a domain module made it inside ``IndexHub.writing(graphs)``.
-        from .index.hub import hub_of  # the store floor's indexes (imported once)
-
-        self.backend.generation += 1
-        hub = hub_of(self.backend)
-        if hub is not None:
-            hub.wrote()
-
     # -- editing ------------------------------------------------------------------------
 
     def _quad(self, s: Any, p: Any, o: Any, graph: Any) -> Quad:
@@ -174,7 +162,6 @@ class TripleStore:
         quad = self._quad(s, p, o, graph)
         with self.backend.lock:
             self.backend.apply([], [quad])
-            self._wrote()
 
     def assert_many(self, triples: Iterable[Sequence[Any]], graph: Any = None) -> int:
         """Add many triples ``(s, p, o)`` or quads ``(s, p, o, g)`` in one atomic step;
@@ -198,7 +185,6 @@ class TripleStore:
             )
         with self.backend.lock:
             self.backend.apply([], quads)
-            self._wrote()
         return len(quads)
 
     def retract(self, s: Any, p: Any, o: Any, graph: Any = None) -> bool:
@@ -209,7 +195,6 @@ class TripleStore:
             if not found:
                 return False
             self.backend.apply(found, [])
-            self._wrote()
         return True
 
     def clear_graph(self, graph: Any) -> None:
@@ -219,14 +204,14 @@ class TripleStore:
             raise InvalidTerm("clear_graph needs a graph, not a variable")
         with self.backend.lock:
             self.backend.apply(list(self.backend.match(None, None, None, name)), [])
-            self._wrote()
 
     def triples(self, graph: Any = None) -> Iterator[Quad]:
-        """The quads of one graph, or of every graph when None."""
+        """The quads of one graph, or of every graph when None: read at the call, so the
+        iterator may be used on any thread and after ``close()``."""
         name = None if graph is None else to_graph(graph)
         if isinstance(name, Variable):
             raise InvalidTerm("triples() needs a graph, not a variable")
-        return self.backend.match(None, None, None, name)
+        return iter(list(self.backend.match(None, None, None, name)))
 
     # -- patterns -----------------------------------------------------------------------
 
@@ -382,7 +367,6 @@ class TripleStore:
         # keeps tracebacks) would keep pyoxigraph's unsendable solutions with it, and the
         # collector could then free them on another thread, which pyoxigraph refuses.
         return _wrap(
-            not self.backend.exclusive_writer,
             self.backend.query(
                 sparql,
                 base_iri=base_iri,
@@ -407,10 +391,7 @@ class TripleStore:
         """
         refuse_network(sparql, allow_network=allow_network)
         with self.backend.lock:
-            try:
-                self.backend.update(sparql, base_iri=base_iri)
-            finally:
-                self._wrote()
+            self.backend.update(sparql, base_iri=base_iri)
 
     # -- files --------------------------------------------------------------------------
 
@@ -484,22 +465,17 @@ class TripleStore:
         if isinstance(name, (Variable, DefaultGraph)):
             name = None
         with self.backend.lock:
-            try:
-                return self.backend.load(raw, fmt, base_iri=base_iri, to_graph=name)
-            finally:
-                self._wrote()
+            return self.backend.load(raw, fmt, base_iri=base_iri, to_graph=name)
 
 
-def _wrap(eager: bool, raw: Any) -> QueryResult:
-    """The backend's raw answer as rdfmem's result type. ``eager``: read the rows now (a
-    server's answer is parsed already), so that no pyoxigraph object outlives this thread's
-    call; an embedded store's rows are read when first used (``rdfmem serve`` streams them).
-    """
+def _wrap(raw: Any) -> QueryResult:
+    """The backend's raw answer as rdfmem's result type, read whole here: no pyoxigraph
+    object (thread-bound, and pinning an on-disk store) outlives this call, so a result may
+    be read on any thread and after ``close()``. ``RdfStore.stream`` is the lazy way."""
     if isinstance(raw, QuerySolutions):
         result = SelectResult(raw)
         del raw
-        if eager:
-            result.rows  # noqa: B018 - reads the rows and frees the solutions, here
+        result.rows  # noqa: B018 - reads the rows and frees the solutions, here
         return result
     if isinstance(raw, (bool, QueryBoolean)):
         return bool(raw)

@@ -35,8 +35,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..errors import InvalidTerm, QueryError
-from ..terms import sparql_term
+from rdfmem.core.errors import InvalidTerm, QueryError
+from rdfmem.core.terms import sparql_term
 
 __all__ = ["Token", "bind_values", "query_shape", "tokens"]
 

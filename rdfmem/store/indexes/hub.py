@@ -1,0 +1,141 @@
+"""Which writes touched which graphs, and the read-side indexes kept fresh by those writes.
+
+The backend counts every write that goes through it (``Backend.generation``). An
+``RdfStore`` on a backend that no one writes around (``exclusive_writer``) keeps one
+``IndexHub``, shared by its namespace views, and tells it the graphs of each write it makes
+(``IndexHub.writing(graphs)``, or ``tracking`` around a key/value write). The hub
+classifies every generation:
+
+* a write made inside ``writing(graphs)`` records ``graph_generation[g] = generation``;
+* any other generation (raw ``sparql_update``, ``load``, ``clear_graph``, ``assert_``, a
+  write by another ``RdfStore`` object over the same backend, or straight through the
+  backend) is of *unknown scope*: the hub notices the counter moved without being told,
+  and records ``unknown = generation``.
+
+An index remembers ``seen``, the generation it was last consistent with. **A bypass is
+detected** when ``unknown`` or the generation of one of its graphs is later than ``seen``:
+the index is rebuilt from SPARQL before the next read. A domain write made inside
+``writing`` updates the indexes covering its graphs in the same critical section
+(``backend.lock``) and moves their ``seen`` forward, so they stay fresh; indexes of other
+graphs are untouched by it.
+
+>>> from rdfmem import RdfStore
+>>> store = RdfStore()
+>>> hub = store.indexes
+>>> seen = hub.generation
+>>> store.set("counter", 1)                # a key/value write: only its graph moves
+>>> hub.fresh(seen, ("urn:rdfmem:memories:global",))
+True
+>>> store.sparql_update("INSERT DATA { <urn:a> <urn:b> <urn:c> }")   # unknown scope
+>>> hub.fresh(seen, ("urn:rdfmem:memories:global",))
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from rdfmem.backends.base import Backend
+from rdfmem.store.indexes.graph import GraphIndex
+from rdfmem.store.indexes.vectors import VectorSet
+
+__all__ = ["IndexHub"]
+
+
+class IndexHub:
+    """The write log and the indexes of one embedded backend, for the ``RdfStore`` that
+    made it (and its namespace views). ``fresh``, ``vectors``, ``graph_index`` … expect
+    ``backend.lock`` to be held by the caller (``reading``); ``writing`` takes it."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        #: The generation of the last write whose graphs are unknown (everything before the
+        #: hub existed counts as one).
+        self.unknown = backend.generation
+        #: The generation up to which every write was classified.
+        self._told = backend.generation
+        self._scopes: list[tuple[str, ...]] = []
+        #: Graph IRI -> the generation of the last write to it.
+        self.graph_generation: dict[str, int] = {}
+        self._vectors: dict[tuple[tuple[str, ...], str], VectorSet] = {}
+        self._graphs: dict[str, GraphIndex] = {}
+
+    # -- the write log ---------------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        """The backend's write counter: what an index records as ``seen`` after a write
+        or a rebuild."""
+        return self.backend.generation
+
+    def _settle(self) -> None:
+        # Classify the writes since the last look: to the graphs of the innermost
+        # ``writing`` block, or else of unknown scope.
+        generation = self.backend.generation
+        if generation == self._told:
+            return
+        self._told = generation
+        if self._scopes:
+            for graph in self._scopes[-1]:
+                self.graph_generation[graph] = generation
+        else:
+            self.unknown = generation
+
+    def fresh(self, seen: int, graphs: Sequence[str]) -> bool:
+        """True when no write since generation ``seen`` may have changed ``graphs``."""
+        self._settle()
+        if seen < self.unknown:
+            return False
+        get = self.graph_generation.get
+        return all(get(g, -1) <= seen for g in graphs)
+
+    @contextmanager
+    def reading(self) -> Iterator[IndexHub]:
+        """Hold the write lock while indexes are read (no write is half applied)."""
+        with self.backend.lock:
+            yield self
+
+    @contextmanager
+    def writing(self, graphs: Sequence[str]) -> Iterator[None]:
+        """Hold the write lock while a write to ``graphs`` runs: the writes made inside
+        are recorded as writes to ``graphs`` only (not of unknown scope), also when the
+        block raises (a write may have happened)."""
+        with self.backend.lock:
+            self._settle()
+            self._scopes.append(tuple(graphs))
+            try:
+                yield
+            finally:
+                self._settle()
+                self._scopes.pop()
+
+    # -- the indexes -----------------------------------------------------------------------
+
+    def vectors(self, graphs: Sequence[str], predicate: str) -> VectorSet:
+        """The vector set of ``predicate`` over ``graphs`` (made empty and stale)."""
+        key = (tuple(graphs), predicate)
+        found = self._vectors.get(key)
+        if found is None:
+            found = self._vectors[key] = VectorSet(key[0], predicate)
+        return found
+
+    def vector_sets(self, graph: str, predicate: str) -> list[VectorSet]:
+        """The vector sets of ``predicate`` that cover ``graph``."""
+        return [v for (gs, p), v in self._vectors.items() if p == predicate and graph in gs]
+
+    def graph_index(self, graph: str) -> GraphIndex:
+        """The node and adjacency index of one graph (made empty and stale)."""
+        found = self._graphs.get(graph)
+        if found is None:
+            found = self._graphs[graph] = GraphIndex(graph)
+        return found
+
+    def known_graph_index(self, graph: str) -> GraphIndex | None:
+        return self._graphs.get(graph)
+
+    def __repr__(self) -> str:
+        return (
+            f"IndexHub(vector_sets={len(self._vectors)}, graph_indexes={len(self._graphs)}, "
+            f"generation={self.backend.generation})"
+        )
