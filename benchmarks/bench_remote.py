@@ -306,7 +306,7 @@ def bench_async(urls: tuple[str, str], tasks: int, per_task: int, rounds: int = 
 
     async def all_tasks(prefix: str, default_transport: bool) -> None:
         if default_transport:  # the store's async client as it was before LeanTransport
-            remote: Any = store
+            remote: Any = store._network  # the async client lives on the network half
             remote._aclient = httpx.AsyncClient(
                 limits=httpx.Limits(max_connections=8, max_keepalive_connections=8)
             )

@@ -142,7 +142,7 @@ def measure(
     after = statistics.median(times) * 1000
     out.append(("remote, change log, after another client saved one", after, received // runs))
 
-    kept = follower_of(follower.store, EMBEDDING)
+    kept = follower.store.follower(EMBEDDING)
     assert kept is not None
     held = sum(v.nbytes() for v in kept.sets.values())
     out.append(("(memory the follower holds, bytes per memory)", 0.0, held // count))

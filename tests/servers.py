@@ -26,8 +26,7 @@ import httpx
 import pytest
 from conftest import need
 
-from rdfmem import RdfStore
-from rdfmem import RemoteStore
+from rdfmem import RdfStore, RemoteStore
 
 #: The ini Debian's virtuoso-opensource installs; each test server runs on a copy of it.
 _VIRTUOSO_INI = "/etc/virtuoso-opensource-7/virtuoso.ini"

@@ -128,6 +128,29 @@ def test_update_then_query(store_path: str) -> None:
     assert code == 1 and "syntax error" in output.lower()
 
 
+def test_sparql_update_and_its_hidden_old_name_update_both_run(store_path: str) -> None:
+    for command, who in (("sparql-update", "dave"), ("update", "erin")):
+        code, output = run(
+            command, store_path, f"INSERT DATA {{ <urn:ex:{who}> <urn:ex:says> 'hi' }}"
+        )
+        assert code == 0, output
+        assert run("query", store_path, f"ASK {{ <urn:ex:{who}> ?p 'hi' }}")[1].strip() == "true"
+    code, output = run("sparql-update", store_path, "INSERT DATA { <urn:ex:oops> }")
+    assert code == 1 and "syntax error" in output.lower()
+
+
+def test_help_lists_sparql_update_and_hides_update() -> None:
+    code, output = run("--help")
+    assert code == 0
+    commands = [
+        line.split()[0] for line in output.split("Commands:")[1].splitlines() if line.strip()
+    ]
+    assert "sparql-update" in commands and "query" in commands
+    assert "update" not in commands
+    code, output = run("sparql-update", "--help")
+    assert code == 0 and "Example" in output and "rdfmem sparql-update " in output
+
+
 def test_load_refuses_bad_input_and_keeps_the_store(store_path: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.ttl"
     bad.write_text(TURTLE + "ex:carol ex:knows .\n", encoding="utf-8")

@@ -31,6 +31,18 @@ HOSTILE = [
 ]
 
 
+def test_both_import_paths_give_the_same_public_names() -> None:
+    import rdfmem.decisions as public
+    import rdfmem.domain.decisions as domain
+
+    assert public.__all__ == domain.__all__
+    assert {"DEFAULT_GRAPH", "DecisionGraph", "Edge", "EdgeType", "Node", "NodeType"} <= set(
+        public.__all__
+    )
+    for name in public.__all__:
+        assert getattr(public, name) is getattr(domain, name)
+
+
 @pytest.fixture
 def graph(store: RdfStore) -> DecisionGraph:
     return DecisionGraph(store)

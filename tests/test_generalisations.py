@@ -308,6 +308,20 @@ def test_search_ranks_by_content_and_its_hits_decode(store: RdfStore) -> None:
     assert gens.search("anything", 0) == []
 
 
+def test_search_takes_query_as_memories_search_does_and_text_still_works(store: RdfStore) -> None:
+    gens = Generalisations(store, "eli")
+    gens.add(gen(id="style", content=GRALKOR_TEXT))
+    gens.add(gen(id="tea", content="Eli drinks green tea every morning."))
+    by_position = gens.search("green tea in the morning", 2)
+    assert by_position[0][0].id == "tea"
+    assert gens.search(query="green tea in the morning", limit=2) == by_position
+    assert gens.search(text="green tea in the morning", limit=2) == by_position
+    with pytest.raises(TypeError, match="not both"):
+        gens.search("tea", text="tea")
+    with pytest.raises(TypeError, match="needs the text"):
+        gens.search()
+
+
 def test_the_rdf_reads_without_the_wire_format(store: RdfStore) -> None:
     gens = Generalisations(store, "eli")
     gens.add(gen(id="fact", level=0, content="Eli asked for bullet points."))

@@ -28,10 +28,9 @@ from pyoxigraph import NamedNode, Store
 from servers import Server
 from test_leases import drive
 
-from rdfmem import RdfStore
+from rdfmem import RdfStore, RemoteStore
 from rdfmem.backends.sparql.lease_steps import Claim, Sleep, acquire, range_node, release
 from rdfmem.memories import Memories, Memory
-from rdfmem import RemoteStore
 
 GRAPH = NamedNode("urn:rdfmem:graph:leases")
 CONCRETE = ["urn:res:a", "urn:res:b", "urn:res:x:c", "urn:res:x:d", "urn:other:e"]

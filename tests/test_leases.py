@@ -18,9 +18,8 @@ import pytest
 from pyoxigraph import NamedNode, Store, Variable
 from servers import Server
 
-from rdfmem import LeaseDenied, LeaseExpired
+from rdfmem import LeaseDenied, LeaseExpired, RemoteStore
 from rdfmem.backends.sparql.leases import Claim, Select, Sleep, Update, acquire, release
-from rdfmem import RemoteStore
 
 GRAPH = NamedNode("urn:rdfmem:graph:leases")
 SUBJECTS = [NamedNode(f"urn:res:{name}") for name in "abc"]

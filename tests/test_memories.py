@@ -125,6 +125,14 @@ def test_save_then_read_round_trips(store: RdfStore) -> None:
         assert memories.exists(scope, "API v2.0")
 
 
+def test_a_memorys_repr_leaves_out_its_embeddings(store: RdfStore) -> None:
+    saved = Memories(store).save(Memory("global", "Tea", "Eli drinks green tea."))
+    assert saved.embeddings is not None and len(saved.embeddings) > 10
+    shown = repr(saved)
+    assert "embeddings" not in shown and str(saved.embeddings[0]) not in shown
+    assert "title='Tea'" in shown and "content='Eli drinks green tea.'" in shown
+
+
 def test_read_and_forget_of_a_missing_memory_raise(store: RdfStore) -> None:
     memories = Memories(store)
     assert not memories.exists("global", "Nothing")

@@ -22,12 +22,13 @@ from servers import OxigraphServer, Server, free_port
 
 from rdfmem import (
     BackingError,
+    Endpoint,
     InvalidTerm,
     QueryError,
     RdfStore,
+    RemoteStore,
     Unreachable,
 )
-from rdfmem import Endpoint, RemoteStore
 
 EX = "http://example.org/"
 

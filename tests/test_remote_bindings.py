@@ -15,8 +15,7 @@ import pytest
 from pyoxigraph import Literal, NamedNode
 from servers import Server
 
-from rdfmem import RdfStore
-from rdfmem import RemoteStore
+from rdfmem import RdfStore, RemoteStore
 
 EX = "http://example.org/"
 DATA = f"""

@@ -14,8 +14,7 @@ import pytest
 from pyoxigraph import BlankNode, DefaultGraph, NamedNode
 from servers import OxigraphServer, Server
 
-from rdfmem import InvalidTerm
-from rdfmem import RemoteStore
+from rdfmem import InvalidTerm, RemoteStore
 
 EX = "http://example.org/"
 DOC = f"""

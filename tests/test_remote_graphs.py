@@ -15,8 +15,7 @@ import pytest
 from pyoxigraph import DefaultGraph, NamedNode
 from servers import Server, VirtuosoServer
 
-from rdfmem import BackingError, LeaseDenied, QueryError
-from rdfmem import RemoteStore
+from rdfmem import BackingError, LeaseDenied, QueryError, RemoteStore
 
 EX = "http://example.org/"
 

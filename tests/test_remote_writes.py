@@ -14,8 +14,7 @@ import pytest
 from pyoxigraph import DefaultGraph
 from servers import Server
 
-from rdfmem import BackingError, LeaseDenied, Memories, Memory, QueryError
-from rdfmem import RemoteStore
+from rdfmem import BackingError, LeaseDenied, Memories, Memory, QueryError, RemoteStore
 
 EX = "http://example.org/"
 

@@ -42,7 +42,13 @@ from rdflib.plugins.sparql.sparql import Update as RdflibUpdate
 from rdflib.plugins.sparql.update import evalUpdate
 
 from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
-from rdfmem.core.errors import BackingError, InvalidTerm, NetworkAccessRefused, QueryError
+from rdfmem.core.errors import (
+    BackingError,
+    InvalidTerm,
+    NetworkAccessRefused,
+    QueryError,
+    RdfMemError,
+)
 from rdfmem.core.terms import from_rdflib
 
 __all__ = ["RdflibBackend"]
@@ -186,6 +192,26 @@ def _refuse_fetching(tree: object, what: str) -> None:
             )
 
 
+@contextmanager
+def translated(what: str) -> Iterator[None]:
+    """rdflib's failures as ``QueryError``, at this boundary: rdflib has no error tree of
+    its own (pyparsing's ``ParseException``, ``Exception``, ``AssertionError`` …), so this
+    one place catches broadly; rdfmem's own errors pass through.
+
+    >>> with translated("SPARQL syntax error"):
+    ...     raise ValueError("bad")
+    Traceback (most recent call last):
+    ...
+    rdfmem.core.errors.QueryError: SPARQL syntax error: bad
+    """
+    try:
+        yield
+    except RdfMemError:
+        raise
+    except Exception as exc:
+        raise QueryError(f"{what}: {exc}") from exc
+
+
 class RdflibBackend(Backend):
     """An rdflib ``Dataset`` (in memory unless you pass one over another store plugin).
 
@@ -217,12 +243,8 @@ class RdflibBackend(Backend):
     ) -> RawResult:
         text = read_escapes(sparql)
         with self.lock, _quiet_rdflib():
-            try:
+            with translated("SPARQL syntax error"):
                 parsed = translateQuery(QueryGrammar.parse_string(text, parse_all=True), base_iri)
-            except QueryError:
-                raise
-            except Exception as exc:  # pyparsing and plain errors
-                raise QueryError(f"SPARQL syntax error: {exc}") from exc
             _refuse_fetching(parsed.algebra, "the query")
             clause = parsed.algebra.datasetClause
             parsed.algebra["datasetClause"] = None
@@ -238,7 +260,7 @@ class RdflibBackend(Backend):
                     [d.named for d in clause if "named" in d],
                 )
             bindings = {k: _to_rdflib(v) for k, v in (substitutions or {}).items()}
-            try:
+            with translated("SPARQL query failed"):
                 result = SPARQLResult(evalQuery(target, parsed, bindings, base_iri))
                 if result.type == "ASK":
                     return bool(result.askAnswer)
@@ -251,10 +273,6 @@ class RdflibBackend(Backend):
                     Triple(from_rdflib(s), from_rdflib(p), from_rdflib(o))  # type: ignore[arg-type]
                     for s, p, o in graph
                 ]
-            except QueryError:
-                raise
-            except Exception as exc:  # rdflib raises pyparsing and plain errors
-                raise QueryError(f"SPARQL query failed: {exc}") from exc
 
     def _narrowed(self, defaults: Iterable[Any], named: Iterable[Any]) -> rdflib.Dataset:
         """A dataset of graphs already held: the union of ``defaults`` as its default graph,
@@ -279,14 +297,10 @@ class RdflibBackend(Backend):
     def _update(self, sparql: str, base_iri: str | None) -> None:
         text = read_escapes(sparql)
         with self.lock, _quiet_rdflib():
-            try:
+            with translated("SPARQL Update syntax error"):
                 prepared = translateUpdate(
                     UpdateUnit.parse_string(text, parse_all=True)[0], base_iri
                 )
-            except QueryError:
-                raise
-            except Exception as exc:
-                raise QueryError(f"SPARQL Update syntax error: {exc}") from exc
             # LOAD SILENT: a load that fails is no error, and here every load fails unfetched.
             operations = [
                 op for op in prepared.algebra if not (op.name == "Load" and "silent" in op)
@@ -300,16 +314,12 @@ class RdflibBackend(Backend):
                     quads.setdefault(DATASET_DEFAULT_GRAPH_ID, []).extend(op.triples)
                     op["quads"] = quads
                     op["triples"] = []
-            try:
+            with translated("SPARQL Update failed"):
                 for op in operations:
                     if op.name == "Modify" and op.using:
                         self._modify_using(op)
                     else:
                         evalUpdate(self.dataset, RdflibUpdate(op.prologue, [op]))
-            except QueryError:
-                raise
-            except Exception as exc:
-                raise QueryError(f"SPARQL Update failed: {exc}") from exc
 
     def _modify_using(self, op: CompValue) -> None:
         """DELETE/INSERT … USING: the WHERE clause reads a dataset of held graphs (rdflib's

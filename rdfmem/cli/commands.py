@@ -1,10 +1,11 @@
-"""``rdfmem demo``, ``serve``, ``query`` and ``update``."""
+"""``rdfmem demo``, ``serve``, ``query`` and ``sparql-update`` (also ``update``, hidden)."""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -13,7 +14,9 @@ from rdfmem.cli.render import format_table, write_result
 from rdfmem.cli.stores import store_session, text_arg
 from rdfmem.core.errors import RdfMemError
 
-__all__ = ["demo", "query", "serve", "update"]
+__all__ = ["demo", "query", "serve", "sparql_update", "update"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @cli.command()
@@ -196,29 +199,63 @@ def query(
         write_result(result, output, opened)
 
 
-@cli.command()
-@store_argument
-@click.argument("sparql", required=False)
-@click.option("-f", "--file", type=click.Path(dir_okay=False, path_type=Path), help="Update file.")
-@click.option(
-    "--token", envvar="RDFMEM_TOKEN", help="Bearer token for a served store (env RDFMEM_TOKEN)."
-)
-@click.option(
-    "--allow-network",
-    is_flag=True,
-    help="Let LOAD and SERVICE reach the network (refused by default).",
-)
-def update(
+def _update_params(f: F) -> F:
+    """The arguments and options of ``sparql-update`` and its old name ``update``."""
+    decorators = [
+        store_argument,
+        click.argument("sparql", required=False),
+        click.option(
+            "-f", "--file", type=click.Path(dir_okay=False, path_type=Path), help="Update file."
+        ),
+        click.option(
+            "--token",
+            envvar="RDFMEM_TOKEN",
+            help="Bearer token for a served store (env RDFMEM_TOKEN).",
+        ),
+        click.option(
+            "--allow-network",
+            is_flag=True,
+            help="Let LOAD and SERVICE reach the network (refused by default).",
+        ),
+    ]
+    for decorate in reversed(decorators):
+        f = decorate(f)
+    return f
+
+
+def _run_update(
+    store: str, sparql: str | None, file: Path | None, token: str | None, allow_network: bool
+) -> None:
+    text = text_arg(sparql, file, "update")
+    with store_session(store, create=True, token=token) as opened:
+        opened.sparql_update(text, allow_network=allow_network)
+    click.echo("OK", err=True)
+
+
+@cli.command("sparql-update")
+@_update_params
+def sparql_update(
     store: str, sparql: str | None, file: Path | None, token: str | None, allow_network: bool
 ) -> None:
     """Run a SPARQL 1.1 Update on STORE (all of it or none of it).
 
     \b
     Example:
-      rdfmem update agent.db 'INSERT DATA { <urn:a> <urn:b> "c" }'
-      RDFMEM_TOKEN=… rdfmem update http://127.0.0.1:7879/sparql -f fix.ru
+      rdfmem sparql-update agent.db 'INSERT DATA { <urn:a> <urn:b> "c" }'
+      RDFMEM_TOKEN=… rdfmem sparql-update http://127.0.0.1:7879/sparql -f fix.ru
     """
-    text = text_arg(sparql, file, "update")
-    with store_session(store, create=True, token=token) as opened:
-        opened.sparql_update(text, allow_network=allow_network)
-    click.echo("OK", err=True)
+    _run_update(store, sparql, file, token, allow_network)
+
+
+@cli.command("update", hidden=True)
+@_update_params
+def update(
+    store: str, sparql: str | None, file: Path | None, token: str | None, allow_network: bool
+) -> None:
+    """The old name of `rdfmem sparql-update`, kept so scripts that use it still run.
+
+    \b
+    Example:
+      rdfmem update agent.db 'INSERT DATA { <urn:a> <urn:b> "c" }'
+    """
+    _run_update(store, sparql, file, token, allow_network)

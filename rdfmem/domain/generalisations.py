@@ -239,6 +239,9 @@ class Generalisations:
     def delete(self, id: str) -> None:
         """Remove the generalisation ``id`` (what it generalises is left alone).
 
+        Raises for a missing id, unlike the other ``delete`` verbs (``RdfStore.delete``,
+        ``DecisionGraph.delete_node``), which return False when there was nothing to remove.
+
         Raises:
             GeneralisationNotFound: no generalisation has that id in this group.
         """
@@ -345,14 +348,27 @@ class Generalisations:
         found = self._read(_subjects(rows, "generalisation"))
         return sorted(found.values(), key=lambda g: (-g.level, g.id))
 
-    def search(self, text: str, limit: int = 10) -> list[tuple[Generalisation, float]]:
-        """The generalisations closest to ``text`` by cosine similarity of embeddings, as
-        ``(generalisation, score)`` with a score above 0, best first; each ``encode``\\s to
-        text that ``decode``\\s back."""
+    def search(
+        self, query: str | None = None, limit: int = 10, *, text: str | None = None
+    ) -> list[tuple[Generalisation, float]]:
+        """The generalisations closest to ``query`` by cosine similarity of embeddings, as
+        ``(generalisation, score)`` with a score above 0, best first, at most ``limit``; each
+        ``encode``\\s to text that ``decode``\\s back. ``text=`` is the older name of
+        ``query`` (as ``Memories.search`` names it) and still works.
+
+        Raises:
+            TypeError: no search text, or both ``query`` and ``text``.
+        """
+        if text is not None:
+            if query is not None:
+                raise TypeError("search takes query or text (its older name), not both")
+            query = text
+        if query is None:
+            raise TypeError("search needs the text to search for: search(query, limit)")
         if limit <= 0:
             return []
-        query = self.embedder.embed([text])[0]
-        hits = self._index.search([self.graph], query, limit)
+        vector = self.embedder.embed([query])[0]
+        hits = self._index.search([self.graph], vector, limit)
         found = self._read([subject for _, subject, _ in hits])
         return [(found[s.value], score) for _, s, score in hits if s.value in found]
 

@@ -179,7 +179,8 @@ class Memory(BaseModel):
     title: str
     content: str
     topics: list[str] = Field(default_factory=list)
-    embeddings: list[float] | None = None
+    #: Left out of ``repr``: hundreds of floats that say nothing to a reader.
+    embeddings: list[float] | None = Field(default=None, repr=False)
     slug: str = ""
     inserted_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     updated_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))

@@ -1,7 +1,7 @@
 """What the endpoint answers: queries, graph reads and updates turned into HTTP bodies.
 
-These functions run on a query worker (see ``workers.py``), or on the event loop for point
-queries: they evaluate, let pyoxigraph's writers produce the bytes into a buffer that
+These functions run on a query worker (see ``workers.py``), or in a child process it forked
+(``isolate.py``): they evaluate, let pyoxigraph's writers produce the bytes into a buffer that
 enforces the result-size cap and stops at its next write once the caller gave up.
 Refusals are ``HttpError`` with the status to send.
 """
@@ -150,13 +150,8 @@ def _boolean(value: bool, fmt: QueryResultsFormat) -> bytes:
 
 
 def _solutions(result: SelectResult) -> QuerySolutions:
-    # Workaround until SelectResult can write itself to a file as it reads: its pyoxigraph
-    # iterator is handed to pyoxigraph's writer directly, so rows never become Python
-    # objects and the size cap and the time limit stop a long query at its next write.
-    raw = result._raw
-    if isinstance(raw, QuerySolutions):
-        result._raw = None
-        return raw
+    # Rows already read (``RdfStore.query`` reads them whole) are parsed back into
+    # pyoxigraph solutions so that its writer writes them into the capped buffer.
     reparsed = parse_query_results(result.serialize("json"), QueryResultsFormat.JSON)
     assert isinstance(reparsed, QuerySolutions)
     return reparsed
@@ -197,7 +192,7 @@ def query_answer(
         else:
             # The backend's own lazy result: CONSTRUCT triples and SELECT rows are produced
             # as the writer asks for them (``RdfStore.query`` would make a list first).
-            result = store.backend.query(
+            result = store.stream(
                 sparql,
                 base_iri=base_iri,
                 default_graph=list(default_graph) if default_graph else None,
@@ -245,7 +240,7 @@ def graph_answer(
     try:
         if whole:
             offer = choose(accept, format_name, DATASET_OFFERS)
-            quads = store.backend.match()  # streamed: stops at the size cap
+            quads = store.stream_quads()  # streamed: stops at the size cap
             return Answer(_triples(store, quads, offer.rdf, limit, cancel), offer.content_type)
         offer = choose(accept, format_name, GRAPH_OFFERS)
         if graph is None:
@@ -257,7 +252,7 @@ def graph_answer(
                 raise HttpError(400, f"graph is not an IRI: {graph!r} ({exc})") from exc
             if not store.query(f"ASK {{ {where} }}"):
                 raise HttpError(404, f"no graph <{graph}> in this store")
-        result = store.backend.query(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {where} }}")
+        result = store.stream(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {where} }}")
         assert not isinstance(result, (bool, QueryBoolean, QuerySolutions))
         return Answer(_triples(store, result, offer.rdf, limit, cancel), offer.content_type)
     except HttpError:

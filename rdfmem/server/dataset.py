@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from pyoxigraph import NamedNode
 
+from rdfmem.core.errors import HttpError
 from rdfmem.core.guard import code_tokens, expand_escapes
-from rdfmem.server.answers import HttpError
 
 __all__ = ["with_using"]
 

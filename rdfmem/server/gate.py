@@ -14,7 +14,7 @@ import ipaddress
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rdfmem.server.answers import HttpError
+from rdfmem.core.errors import HttpError
 
 __all__ = ["Gate", "host_allowed"]
 

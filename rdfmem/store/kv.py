@@ -71,6 +71,7 @@ class KeyValue:
     def _init_kv(self) -> None:
         self._cache = _ReadCache(self.backend) if self.backend.exclusive_writer else None
         # This namespace's subject prefix as a lease range (``exclusive``'s ``within``).
+        self._kv_graphs = (self._kv_graph.value,)
         prefix = self._codec.ns_prefix
         self._range = prefix if prefix[-1:] and prefix[-1] in RANGE_DELIMITERS else None
 
@@ -118,8 +119,13 @@ class KeyValue:
         """
         subject = self._codec.subject(key)
         new = self._entry(subject, value)
-        with self.backend.exclusive([subject], self._range), self._entry_write():
+        hub = self._hub
+        with self.backend.exclusive([subject], self._range):
+            if hub is not None:
+                hub.before_write()
             self.backend.apply(self._entry_quads(subject), [new])
+            if hub is not None:
+                hub.after_write(self._kv_graphs)
             if self._cache is not None:
                 self._cache.put(key, _text(new), self.backend.generation)
 
@@ -158,12 +164,17 @@ class KeyValue:
             and nothing is written either.
         """
         subject = self._codec.subject(key)
-        with self.backend.exclusive([subject], self._range), self._entry_write():
+        hub = self._hub
+        with self.backend.exclusive([subject], self._range):
             old = self._entry_quads(subject)
             current = decode_value(old[0].object) if old else None
             value = fn(current)
             new = self._entry(subject, value)
+            if hub is not None:
+                hub.before_write()
             self.backend.apply(old, [new])
+            if hub is not None:
+                hub.after_write(self._kv_graphs)
         return value
 
     def update_many(

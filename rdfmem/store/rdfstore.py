@@ -419,7 +419,7 @@ class RemoteStore(RdfStore):
             Unreachable: the server did not answer.
         """
         leases = self.backend.leases
-        if lease.token in leases.held:
+        if leases.holds(lease.token):
             leases.release(lease.token)
         else:
             leases.forget(lease.token)

@@ -37,34 +37,28 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
-from pyoxigraph import DefaultGraph, NamedNode, Quad, QuerySolutions, Store
+from pyoxigraph import DefaultGraph, NamedNode, Quad, Store
 
-from rdfmem.backends.sparql.client import (
-    SparqlBackend,
-    compile_match,
-    edit_requests,
-    retry_pause,
-    to_wire,
-    unreachable,
-)
+from rdfmem.backends.sparql.answers import answer_rows, retry_pause, unreachable
+from rdfmem.backends.sparql.client import SparqlBackend
 from rdfmem.backends.sparql.http import LeanTransport
-from rdfmem.backends.sparql.leases import (
+from rdfmem.backends.sparql.lease_steps import (
     Claim,
     Lease,
     Select,
     Sleep,
     Steps,
-    T,
     Update,
     acquire,
-    check,
     delete_claims,
     release,
 )
+from rdfmem.backends.sparql.leases import check
 from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, log_change
+from rdfmem.backends.sparql.wire import compile_match, edit_requests, to_wire
 from rdfmem.core.errors import BackingError, InvalidTerm
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value
 from rdfmem.core.terms import sparql_term
@@ -72,6 +66,7 @@ from rdfmem.store.triples import refuse_network
 
 __all__ = ["Endpoint", "Lease", "NetworkEntries", "clear_graph_request", "deferred_update"]
 
+T = TypeVar("T")
 _CONNECTIONS = 16  # requests in flight at once from one event loop
 _DEFERRED_MAX = 256 * 1024  # characters of an update that may wait for a lease's release
 
@@ -113,7 +108,7 @@ class NetworkEntries:
         """POST on this event loop's ``httpx.AsyncClient``, with ``_post``'s retries and
         errors."""
         backend = self.backend
-        if backend._closed:
+        if backend.closed:
             raise BackingError("this remote store is closed", cause=None)
         loop = asyncio.get_running_loop()
         if self._aclient is None or self._aloop is not loop:
@@ -149,14 +144,9 @@ class NetworkEntries:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _arows(self, sparql: str) -> list[dict[str, Any]]:
-        solutions = self.backend._results(await self._apost({"query": sparql}))
-        try:  # no frame keeps pyoxigraph's unsendable solutions (see SparqlBackend._rows)
-            if not isinstance(solutions, QuerySolutions):
-                raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
-            names = [v.value for v in solutions.variables]
-            return [{n: s[i] for i, n in enumerate(names) if s[i] is not None} for s in solutions]
-        finally:
-            del solutions
+        # No frame keeps pyoxigraph's unsendable solutions (``answer_rows``).
+        _, rows = answer_rows(await self._apost({"query": sparql}))
+        return rows
 
     async def _aknow_server(self) -> None:
         """Learn who the server is (default graph, snapshot reads) without blocking."""
@@ -203,7 +193,7 @@ class NetworkEntries:
         self, subject: NamedNode, change: Callable[[list[Quad]], list[Quad] | None]
     ) -> Any:
         backend, leases = self.backend, self.backend.leases
-        covering = leases._covering(subject)
+        covering = leases.covering(subject)
         claim: Claim | None = None
         if covering is None:
             # This client's sync side may keep a claim on the key: delete it first, or
@@ -249,11 +239,15 @@ class NetworkEntries:
             if claim is not None:
                 await self.arun(release(leases.graph, claim))
             raise
+        writes = bool(parts)
         if claim is not None:
             parts.append(delete_claims(leases.graph, [claim.node]))
         if parts:  # the write, its change record and the release: one request
-            await self._apost({"update": " ; ".join(parts)}, update=True)
-        self.on_write()
+            try:
+                await self._apost({"update": " ; ".join(parts)}, update=True)
+            finally:
+                if writes:  # counted where it is sent, also when it failed (it may be applied)
+                    self.on_write()
         return old
 
     async def aget(self, key: str, default: Any = None) -> Any:
@@ -337,11 +331,8 @@ def deferred_update(backend: SparqlBackend, sparql: str) -> bool:
     parts = [sparql + "\n"]  # a trailing comment must not swallow what follows
     if backend.change_log:  # as ``backend.update`` logs it (its ``scope``, if declared)
         parts.append(backend.change_record())
-    with backend.lock:
-        try:
-            backend.leases.write([" ; ".join(parts)])
-        finally:
-            backend.wrote()
+    with backend.lock:  # counted as a write when it is sent (``Leases.on_write``)
+        backend.leases.write([" ; ".join(parts)])
     return True
 
 
@@ -363,8 +354,5 @@ def clear_graph_request(backend: SparqlBackend, name: Any) -> None:
         label = wire.value
     if backend.change_log:
         parts.append(log_change(backend.change_graph, uuid.uuid4().hex, [label]))
-    with backend.exclusive([]), backend.lock:
-        try:
-            backend.leases.write([" ; ".join(parts)])
-        finally:
-            backend.wrote()
+    with backend.exclusive([]), backend.lock:  # counted when sent (``Leases.on_write``)
+        backend.leases.write([" ; ".join(parts)])

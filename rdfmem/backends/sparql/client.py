@@ -44,71 +44,60 @@ GraphDB or Neptune:
   built with ``sparql_term`` (N-Triples escaping): no caller text is pasted in.
 * **Long results**: when a server cuts a result at its row limit (Virtuoso's
   ``X-SPARQL-MaxRows``), rdfmem's own reads page through it; a raw query raises.
-* **Large writes**: Virtuoso compiles an update to SQL and refuses one of ~1,500 quads, so
-  against Virtuoso a write of more than 500 quads (``max_quads_per_request``) is copied
-  500 quads per request into scratch graphs (``urn:rdfmem:graph:staging:<id>:<n>``,
-  hidden from rdfmem's reads) and applied from there by **one** request (``INSERT … WHERE``
-  then ``DELETE … WHERE`` on the scratch graphs, then ``DROP``): the quads added appear
-  in one operation, never in parts (those removed go in the next operation: a reader may
-  see both, never neither; Virtuoso does not undo a request's earlier operations when a
-  later one fails). If staging fails, the scratch graphs are dropped and nothing of the
-  write is applied (a client killed in between leaves its scratch graphs: drop them).
+* **Large writes**: against Virtuoso, which refuses an update of ~1,500 quads, a write of
+  more than 500 quads (``max_quads_per_request``) is staged in scratch graphs and applied
+  by **one** request (``rdfmem.backends.sparql.writes``).
 * ``exclusive`` is a lease on the server (``rdfmem.backends.sparql.leases``), so the key/value
   layer's read-modify-writes are atomic across processes and machines.
 
 Errors are translated at this boundary (``raise … from exc``): a transport failure is
 ``Unreachable`` (endpoint and cause), HTTP 400 is ``QueryError`` with the server's message,
 any other failure or a malformed body is ``BackingError``. A request the server rolled
-back (SQLSTATE 40001, a deadlock: Virtuoso under concurrent writes) is sent again.
+back (SQLSTATE 40001, a deadlock: Virtuoso under concurrent writes) is sent again
+(``rdfmem.backends.sparql.answers``). A write's requests are planned by
+``rdfmem.backends.sparql.writes`` and sent under this client's leases, which count each
+one sent as a write (``Backend.wrote``).
 """
 
 from __future__ import annotations
 
-import random
-import re
-import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
-from pyoxigraph import (
-    BlankNode,
-    DefaultGraph,
-    NamedNode,
-    Quad,
-    QuerySolutions,
-)
+from pyoxigraph import BlankNode, NamedNode, Quad
 
 from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
-from rdfmem.backends.sparql.bind import bind_values, query_shape
-from rdfmem.backends.sparql.leases import Leases
-from rdfmem.backends.sparql.text import (
-    CHANGE_GRAPH_IRI,
-    DEFAULT_GRAPH_LABEL,
-    Changes,
-    interpret_changes,
-    log_change,
-    prune_changes,
-    read_changes,
-    xsd_instant,
+from rdfmem.backends.sparql.answers import (
+    ACCEPT,
+    RESULTS,
+    RETRIES,
+    answer_rows,
+    answered,
+    results,
+    retry_pause,
+    truncated,
+    unreachable,
 )
+from rdfmem.backends.sparql.bind import bind_values, query_shape
+from rdfmem.backends.sparql.changelog import ChangeLog
+from rdfmem.backends.sparql.leases import Leases
+from rdfmem.backends.sparql.text import CHANGE_GRAPH_IRI, Changes
 from rdfmem.backends.sparql.wire import (
-    STAGING_PREFIX,
     blanks_match,
     compile_match,
+    dataset_form,
     edit_requests,
-    graph_on_wire,
-    has_blank,
-    read_answer,
-    solution_row,
+    is_scratch,
+    prefetched_quads,
+    row_quads,
     to_wire,
+    with_base,
 )
-from rdfmem.backends.sparql.writes import blank_deletes, drop, stage
-from rdfmem.core.errors import BackingError, InvalidTerm, QueryError, Unreachable
-from rdfmem.core.terms import sparql_term
+from rdfmem.backends.sparql.writes import drop, prepare
+from rdfmem.core.errors import BackingError, InvalidTerm
 
 __all__ = [
     "CHANGE_GRAPH_IRI",
@@ -119,7 +108,9 @@ __all__ = [
     "SparqlBackend",
     "compile_match",
     "edit_requests",
+    "retry_pause",
     "to_wire",
+    "unreachable",
 ]
 
 DEFAULT_GRAPH_IRI = "urn:rdfmem:graph:default"
@@ -132,18 +123,7 @@ VIRTUOSO_GRAPHS = [
     NamedNode("http://localhost:8890/sparql"),
     NamedNode("http://localhost:8890/DAV/"),
 ]
-_RESULTS = "application/sparql-results+json"
-# By query form: Virtuoso answers CONSTRUCT with SELECT-style rows if results come first.
-_ACCEPT = {
-    "SELECT": "application/sparql-results+json, application/sparql-results+xml;q=0.8",
-    "ASK": "application/sparql-results+json, application/sparql-results+xml;q=0.8",
-    "GRAPH": "application/n-triples, text/turtle;q=0.9, application/rdf+xml;q=0.8",
-}
 _VIRTUOSO_QUADS = 500
-# SQLSTATE 40001 (serialization failure, deadlock): the request was rolled back.
-_ROLLED_BACK = re.compile(r"\b40001\b|deadlock", re.IGNORECASE)
-_RETRIES = 6
-_GraphTerm = NamedNode | BlankNode | DefaultGraph
 
 
 # -- the backend ----------------------------------------------------------------------------
@@ -238,13 +218,22 @@ class SparqlBackend(Backend):
         sent = {"Accept-Encoding": "identity", **dict(headers or {})}
         self.client = httpx.Client(auth=auth, timeout=timeout, headers=sent, transport=transport)
         self.leases = Leases(
-            self, self.lease_graph, lease_ttl_ms, lease_wait_ms, linger_ms=lease_linger_ms
+            self,
+            self.lease_graph,
+            lease_ttl_ms,
+            lease_wait_ms,
+            linger_ms=lease_linger_ms,
+            on_write=self.wrote,
         )
         self._closed = False
         self._default_known = default_graph is not None
         self._default_chosen = default_graph is not None
-        self._pruned_at = 0.0  # the server time this client last pruned the change log
-        self._scope = threading.local()  # what this thread's raw updates touch (``scope``)
+        self._log = ChangeLog(self.change_graph)
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` was called: every request then raises ``BackingError``."""
+        return self._closed
 
     @property
     def default_graph(self) -> NamedNode | None:
@@ -258,17 +247,12 @@ class SparqlBackend(Backend):
                 self._default_known = True
         return self._default_graph
 
-    def _dataset(self) -> dict[str, str]:
-        """The protocol parameter naming rdfmem's default graph, when it is a named graph."""
-        graph = self.default_graph
-        return {} if graph is None else {"default-graph-uri": graph.value}
-
     # -- HTTP -----------------------------------------------------------------------------
 
     def _post(self, url: str, form: Mapping[str, Any], accept: str, what: str) -> httpx.Response:
         if self._closed:
             raise BackingError("this remote store is closed", cause=None)
-        for attempt in range(_RETRIES + 1):
+        for attempt in range(RETRIES + 1):
             try:
                 response = self.client.post(url, data=form, headers={"Accept": accept})
             except httpx.TransportError as exc:
@@ -279,36 +263,14 @@ class SparqlBackend(Backend):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def answered(self, response: httpx.Response, attempt: int) -> bool:
-        """True on success; False when the server rolled the request back (SQLSTATE
-        40001, Virtuoso's "Transaction deadlocked": nothing of it happened, so it is safe
-        to send it again) and attempts remain.
+        """True on success; False when the server rolled the request back and attempts
+        remain (``rdfmem.backends.sparql.answers.answered``). Notes who the server is.
 
         Raises:
             QueryError, BackingError: any other failure.
         """
         self.server = response.headers.get("server", self.server)
-        if response.is_success:
-            return True
-        message = response.text.strip()[:2000] or response.reason_phrase
-        if attempt < _RETRIES and _ROLLED_BACK.search(message):
-            return False
-        url = str(response.request.url)
-        what = "update" if response.request.content.startswith(b"update=") else "query"
-        if response.status_code == 400:
-            raise QueryError(f"the server refused the {what}: {message}")
-        verb = "refused" if response.status_code in (401, 403) else "failed"
-        raise BackingError(
-            f"{url} {verb} the {what} (HTTP {response.status_code}): {message}",
-            cause=response.status_code,
-        )
-
-    def _results(self, response: httpx.Response) -> RawResult:
-        """The body as pyoxigraph results, fully validated, blank nodes restored."""
-        return read_answer(response.headers.get("content-type", ""), response.content)
-
-    def _truncated(self, response: httpx.Response) -> int:
-        limit = response.headers.get("x-sparql-maxrows")
-        return int(limit) if limit and limit.isdigit() else 0
+        return answered(response, attempt)
 
     # -- the contract ---------------------------------------------------------------------
 
@@ -331,44 +293,34 @@ class SparqlBackend(Backend):
                     "cannot name an existing blank node (bind an IRI)"
                 )
             text = bind_values(text, substitutions)
-        form: dict[str, Any] = {"query": _with_base(text, base_iri)}
+        form: dict[str, Any] = {"query": with_base(text, base_iri)}
         if default_graph is not None or named_graphs is not None:
             # A dataset chosen by the caller travels as the protocol's parameters.
-            ours = self.default_graph
-            defaults = [DefaultGraph()] if default_graph is None else default_graph
-            wire = [graph_on_wire(g, ours) for g in defaults]
-            named = [graph_on_wire(g, None) for g in named_graphs or ()]
-            iris = [g.value for g in wire if isinstance(g, NamedNode)]
-            if len(iris) < len(wire):
-                raise InvalidTerm(
-                    "the server's default graph cannot be named in a dataset: it is the "
-                    "default graph of a query that names none"
-                )
-            form["default-graph-uri"] = iris
-            if named_graphs is not None:
-                form["named-graph-uri"] = [g.value for g in named if isinstance(g, NamedNode)]
-        elif not states_dataset and self._default_chosen:
+            form.update(dataset_form(default_graph, named_graphs, ours=self.default_graph))
+        elif (
+            not states_dataset and self._default_chosen and (ours := self.default_graph) is not None
+        ):
             # Only a default graph the caller chose: with Virtuoso's own (rdfmem's named
             # default graph) as ``default-graph-uri``, Virtuoso finds nothing in any
             # ``GRAPH <iri>`` of the query, so raw queries there read Virtuoso's default
             # graph, the union of all graphs, as every other Virtuoso client does.
-            form.update(self._dataset())
-        response = self._post(self.query_url, form, _ACCEPT[form_of], "query")
-        limit = self._truncated(response)
+            form["default-graph-uri"] = ours.value
+        response = self._post(self.query_url, form, ACCEPT[form_of], "query")
+        limit = truncated(response)
         if limit:
             raise BackingError(
                 f"the server cut the result at {limit} rows (its result row limit); "
                 "page with LIMIT and OFFSET",
                 cause=limit,
             )
-        return self._results(response)
+        return results(response)
 
     def select_rows(self, sparql: str) -> list[dict[str, Any]]:
         """The rows of a SELECT rdfmem wrote (paged past a server row limit)."""
         self.leases.flush()
-        response = self._post(self.query_url, {"query": sparql}, _RESULTS, "query")
-        limit = self._truncated(response)
-        variables, rows = self._rows(response)
+        response = self._post(self.query_url, {"query": sparql}, RESULTS, "query")
+        limit = truncated(response)
+        variables, rows = answer_rows(response)
         if limit and len(rows) >= limit:
             # Cut at the server's row limit: read it again in pages, in a stable order.
             # (The sort sits in a sub-select: Virtuoso refuses to sort for a deep OFFSET.)
@@ -378,25 +330,12 @@ class SparqlBackend(Backend):
                     f"SELECT {order} WHERE {{ {{ {sparql} ORDER BY {order} }} }} "
                     f"LIMIT {limit} OFFSET {len(rows)}"
                 )
-                answer = self._post(self.query_url, {"query": page}, _RESULTS, "query")
-                _, batch = self._rows(answer)
+                answer = self._post(self.query_url, {"query": page}, RESULTS, "query")
+                _, batch = answer_rows(answer)
                 rows.extend(batch)
                 if len(batch) < limit:
                     break
         return rows
-
-    def _rows(self, response: httpx.Response) -> tuple[list[str], list[dict[str, Any]]]:
-        """A SELECT answer's variables and rows as Python objects. No frame keeps the
-        parsed solutions: pyoxigraph refuses to free them on another thread, and a frame
-        kept by an exception's traceback could be collected on any thread."""
-        solutions = self._results(response)
-        try:
-            if not isinstance(solutions, QuerySolutions):
-                raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
-            variables = [v.value for v in solutions.variables]
-            return variables, [solution_row(variables, s) for s in solutions]
-        finally:
-            del solutions
 
     def hidden_graphs(self) -> list[NamedNode]:
         """The graphs that reads of every graph leave out: the lease graph, and the
@@ -434,9 +373,9 @@ class SparqlBackend(Backend):
         if self.change_log and self.declared():
             # rdfmem's own text, whose graph and subjects its caller declared: the record
             # goes in the same request, so it commits with the write or not at all.
-            self.send_update(f"{_with_base(sparql, base_iri)}\n;\n{self.change_record()}")
+            self.send_update(f"{with_base(sparql, base_iri)}\n;\n{self.change_record()}")
             return
-        self.send_update(_with_base(sparql, base_iri))
+        self.send_update(with_base(sparql, base_iri))
         # Logged right after, as a change of unknown scope: readers then read everything
         # again (a client that dies between the two requests leaves it unlogged).
         if self.change_log:
@@ -444,28 +383,21 @@ class SparqlBackend(Backend):
 
     def declared(self) -> bool:
         """True inside this thread's ``scope`` block."""
-        return getattr(self._scope, "touches", None) is not None
+        return self._log.declared()
 
     def change_record(self) -> str:
         """The change-log operation for an update this thread sends now: the graph and
         subjects of its ``scope`` block, or a change of unknown scope outside one."""
-        scope: tuple[str, list[NamedNode]] | None = getattr(self._scope, "touches", None)
-        if scope is None:
-            return log_change(self.change_graph, uuid.uuid4().hex, None)
-        return log_change(self.change_graph, uuid.uuid4().hex, [scope[0]], scope[1])
+        return self._log.record()
 
-    @contextmanager
-    def scope(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> Iterator[None]:
+    def scope(
+        self, graph: NamedNode, subjects: Sequence[NamedNode]
+    ) -> AbstractContextManager[None]:
         """Declare that the updates this thread sends inside the block change only
         ``subjects`` of ``graph`` (rdfmem's domain writes do; never wrap caller text). With
         the change log on, each is then recorded with that scope in its own request, so a
         reader fetches those subjects again instead of everything."""
-        before = getattr(self._scope, "touches", None)
-        self._scope.touches = (graph.value, list(subjects))
-        try:
-            yield
-        finally:
-            self._scope.touches = before
+        return self._log.scope(graph, subjects)
 
     def send_update(self, sparql: str, extra: Mapping[str, str] | None = None) -> None:
         """Send an update exactly as written (``extra``: protocol parameters)."""
@@ -489,27 +421,21 @@ class SparqlBackend(Backend):
         if isinstance(subject, NamedNode):
             prefetched = self.leases.prefetched(subject)
             if prefetched is not None:  # read along with this thread's lease on the subject
-                found = self._quads(
-                    [{"s": subject, "p": r["pp"], "o": r["po"], "g": r["pg"]} for r in prefetched],
+                hidden = self.hidden_graphs() if graph is None else ()
+                found = prefetched_quads(
+                    prefetched,
                     subject,
                     predicate,
                     object,
                     graph,
+                    default_graph=self.default_graph,
+                    hidden=hidden,
                 )
-                hidden = set(self.hidden_graphs()) if graph is None else set()
-                return iter(
-                    q
-                    for q in found
-                    if q.graph_name not in hidden
-                    and not _scratch(q.graph_name)
-                    and (predicate is None or q.predicate == predicate)
-                    and (object is None or q.object == object)
-                    and (graph is None or q.graph_name == graph)
-                )
+                return iter(found)
         if not names:
             self.leases.flush()
-            response = self._post(self.query_url, {"query": sparql}, _RESULTS, "query")
-            if self._results(response):
+            response = self._post(self.query_url, {"query": sparql}, RESULTS, "query")
+            if results(response):
                 assert subject is not None and predicate is not None and object is not None
                 return iter([Quad(subject, predicate, object, graph)])
             return iter([])
@@ -527,69 +453,28 @@ class SparqlBackend(Backend):
             for row in rows
             if all(n in row for n in needed)
             and blanks_match(row, subject, object)
-            and not _scratch(row.get("g"))
+            and not is_scratch(row.get("g"))
         ]
-        return iter(self._quads(rows, subject, predicate, object, graph))
-
-    def _quads(
-        self,
-        rows: Sequence[Mapping[str, Any]],
-        subject: Any,
-        predicate: Any,
-        object: Any,
-        graph: Any,
-    ) -> list[Quad]:
-        quads = []
-        for row in rows:
-            try:
-                g: Any = row.get("g", graph if graph is not None else DefaultGraph())
-                s: Any = row.get("s", subject)
-                p: Any = row.get("p", predicate)
-                o: Any = row.get("o", object)
-                quads.append(Quad(s, p, o, DefaultGraph() if g == self.default_graph else g))
-            except (TypeError, ValueError) as exc:
-                raise BackingError(f"the server returned a malformed quad: {row}") from exc
-        return quads
+        return iter(
+            row_quads(rows, subject, predicate, object, graph, default_graph=self.default_graph)
+        )
 
     def apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        """Remove and add quads, in one request when the server takes it (a larger write
+        is staged first: ``rdfmem.backends.sparql.writes``), under this thread's leases;
+        each request that writes counts as a write (``wrote``) where ``Leases`` sends it
+        (with the release of a section's own claim, when it waits for it)."""
         if not remove and not add:
             return
-        try:
-            self._apply(remove, add)
-        finally:
-            self.wrote()
-
-    def _apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
         limit = self.max_quads_per_request
         if limit is None and len(remove) + len(add) > _VIRTUOSO_QUADS:
             if not self.server:
                 self.health(5000)
             if "virtuoso" in self.server.lower():
                 limit = _VIRTUOSO_QUADS
-        kept = set(remove) & set(add)  # left as they are (a blank node's would be re-minted)
-        remove = [q for q in remove if q not in kept]
-        add = [q for q in add if q not in kept]
-        plain = [q for q in remove if not has_blank(q)]
-        scratch: list[NamedNode] = []
-        if limit is not None and len(plain) + len(add) > limit:
-            scratch, requests = stage(self, plain, add, limit)
-        else:
-            requests = edit_requests(plain, add, default_graph=self.default_graph)
+        change_graph = self.change_graph if self.change_log else None
+        scratch, requests = prepare(self, remove, add, limit=limit, change_graph=change_graph)
         try:
-            deletes = blank_deletes(self, [q for q in remove if has_blank(q)])
-            if deletes:  # with the write: one request
-                requests[:1] = [" ; ".join(deletes + requests[:1])]
-            if requests and self.change_log:
-                touched = {
-                    DEFAULT_GRAPH_LABEL
-                    if isinstance(q.graph_name, DefaultGraph)
-                    else q.graph_name.value
-                    for q in (*remove, *add)
-                }
-                subjects = [to_wire(q.subject) for q in (*remove, *add)]
-                named = [x for x in subjects if isinstance(x, NamedNode)]
-                change = log_change(self.change_graph, uuid.uuid4().hex, sorted(touched), named)
-                requests[-1] = f"{requests[-1]} ; {change}"
             self.leases.write(requests)
         except BaseException:
             drop(self, scratch)  # the write did not happen: leave no scratch graph behind
@@ -605,15 +490,11 @@ class SparqlBackend(Backend):
         """What rdfmem writes changed since ``cursor`` (None: the first look), in one small
         query whose answer holds only the changes of the last ``slack_s`` seconds.
 
-        The rule: every rdfmem write records the graphs it touched in the change log, in
-        the very request that writes (``apply``), stamped with the server's ``NOW()``. A
-        write that returned before this call started is committed, so this call's query
-        sees its record, unless the record is older than the cursor; the cursor lies
-        ``slack_s`` before the server time of the previous look, and a write commits within
-        ``slack_s`` of its stamp (requests time out well before). Records already reported
-        are remembered in the cursor, not reported twice. A raw ``sparql_update`` through
-        rdfmem is logged as a change of unknown scope; writes by other SPARQL clients are
-        not logged: call with ``cursor=None`` (everything) to see them. Records older than
+        Every rdfmem write records the graphs (and subjects) it touched in the change log,
+        in the very request that writes, so a write that returned before this call started
+        is reported (the rule: ``rdfmem.backends.sparql.changelog``); records already
+        reported are remembered in the cursor. Writes by other SPARQL clients are not
+        logged: call with ``cursor=None`` (everything) to see them. Records older than
         ``retention_s`` are pruned now and then; a cursor older than that reads everything.
 
         Raises:
@@ -626,14 +507,13 @@ class SparqlBackend(Backend):
                 "changes_since needs the change log: connect with change_log=True (every "
                 "client that writes must)"
             )
-        since = 0.0 if cursor is None else cursor[0]
-        rows = self.select_rows(read_changes(self.change_graph, xsd_instant(since)))
-        changes = interpret_changes(rows, cursor, slack_s, self.default_graph is None)
-        now = changes.cursor[0] + slack_s
-        if now - self._pruned_at > retention_s / 2:
-            self._pruned_at = now
-            self.send_update(prune_changes(self.change_graph, xsd_instant(now - retention_s)))
-        return changes
+        return self._log.since(
+            self,
+            cursor,
+            slack_s=slack_s,
+            retention_s=retention_s,
+            own_default=self.default_graph is None,
+        )
 
     def exclusive(
         self, subjects: Sequence[NamedNode], within: str | None = None
@@ -649,11 +529,11 @@ class SparqlBackend(Backend):
             response = self.client.post(
                 self.query_url,
                 data={"query": "ASK {}"},
-                headers={"Accept": _RESULTS},
+                headers={"Accept": RESULTS},
                 timeout=max(timeout_ms, 1) / 1000.0,
             )
             self.server = response.headers.get("server", self.server)
-            return response.status_code == 200 and self._results(response) is True
+            return response.status_code == 200 and results(response) is True
         except Exception:  # a health probe reports, it never raises
             return False
 
@@ -665,28 +545,3 @@ class SparqlBackend(Backend):
 
     def __repr__(self) -> str:
         return f"SparqlBackend({self.query_url!r})"
-
-
-def unreachable(url: str, exc: Exception) -> Unreachable:
-    return Unreachable(
-        f"{url} did not answer: {type(exc).__name__}: {exc}", endpoint=url, cause=exc
-    )
-
-
-def retry_pause(attempt: int) -> float:
-    """Seconds to wait before sending a rolled-back request again."""
-    return float(0.005 * 2**attempt * random.uniform(0.5, 1.5))
-
-
-def _scratch(graph: Any) -> bool:
-    """Whether a graph is a scratch graph of a staged write (hidden from reads)."""
-    return isinstance(graph, NamedNode) and graph.value.startswith(STAGING_PREFIX)
-
-
-def _with_base(sparql: str, base_iri: str | None) -> str:
-    if base_iri is None:
-        return sparql
-    try:
-        return f"BASE {sparql_term(NamedNode(base_iri))}\n{sparql}"
-    except ValueError as exc:
-        raise InvalidTerm(f"base_iri is not an IRI: {base_iri!r}") from exc

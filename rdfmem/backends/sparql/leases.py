@@ -95,8 +95,10 @@ the claims conflicting with its own, and the relation is symmetric, so the argum
 through unchanged with "a claim on S" read as "a claim conflicting with S".
 
 The protocol is written as generators of steps (``Select``, ``Update``, ``Sleep``) with no
-I/O (``rdfmem.backends.sparql.lease_steps``), run by ``run``; tests interleave several of them step
-by step against a local store.
+I/O (``rdfmem.backends.sparql.lease_steps``), run by ``run`` (``lease_run``); tests interleave
+several of them step by step against a local store. Beside ``Leases`` live the claims it
+keeps (``lease_kept``), its memory of contention (``lease_contention``) and its threads'
+turns and sections (``lease_local``).
 """
 
 from __future__ import annotations
@@ -107,14 +109,16 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar
 
 from pyoxigraph import NamedNode
 
+from rdfmem.backends.sparql.lease_contention import Contention
 from rdfmem.backends.sparql.lease_kept import KeptClaims
+from rdfmem.backends.sparql.lease_local import Section, SubjectLocks
+from rdfmem.backends.sparql.lease_run import Wire, run
 from rdfmem.backends.sparql.lease_steps import (
     CLAIM_PREFIX,
     EVERY,
@@ -153,70 +157,10 @@ __all__ = [
     "range_node",
     "release",
     "run",
+    "Wire",
 ]
 
-T = TypeVar("T")
-
-
-class Wire(Protocol):
-    """What the protocol needs of a server connection."""
-
-    def select_rows(self, sparql: str) -> list[dict[str, Any]]: ...
-
-    def send_update(self, sparql: str) -> None: ...
-
-    def snapshot_reads(self) -> bool:
-        """True when one query reads one consistent state of the server."""
-        ...
-
-
-def run(steps: Steps[T], wire: Wire) -> T:
-    """Run protocol steps against a connection, blocking."""
-    reply: Any = None
-    while True:
-        try:
-            step = steps.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        reply = None
-        if isinstance(step, Select):
-            reply = wire.select_rows(step.sparql)
-        elif isinstance(step, Update):
-            wire.send_update(step.sparql)
-        else:
-            time.sleep(step.seconds)
-
-
 # -- the client side: held leases, local exclusion, fencing ---------------------------------
-
-
-class _SubjectLocks:
-    """Threads of one client take turns per subject; ``[]`` means every subject."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._busy: set[str] = set()
-        self._all = False
-
-    @contextmanager
-    def hold(self, subjects: Sequence[NamedNode]) -> Iterator[None]:
-        names = {s.value for s in subjects}
-        with self._cond:
-            while self._all or (not names and self._busy) or (names & self._busy):
-                self._cond.wait()
-            if names:
-                self._busy |= names
-            else:
-                self._all = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                if names:
-                    self._busy -= names
-                else:
-                    self._all = False
-                self._cond.notify_all()
 
 
 @dataclass
@@ -235,15 +179,20 @@ class Leases:
     deleted after ``linger_ms`` unused, at ``close``, or with the write of a section whose
     read found another client's claim waiting on it. Subjects on which this client met
     another one (it waited, or found someone waiting) are not kept for a while
-    (``CONTENDED_S`` and more, ``_contend``).
+    (``Contention.CONTENDED_S`` and more).
 
     A section given ``within`` (a range prefix, ``range_node``) claims the whole range
-    instead of its subject once ``ESCALATE_AFTER`` sections in a row in that range met
-    nobody: a client saving one new memory after another then holds one kept claim on its
-    scope, and each save is two requests. Another client's claim in the range conflicts
-    with it and stops the escalation on both sides (``_contend``), so clients that share a
-    range settle on claims of their subjects. The cost of all this to another client: it
-    may wait up to ``linger_ms`` for a claim kept here, once per such period.
+    instead of its subject once ``Contention.ESCALATE_AFTER`` sections in a row in that
+    range met nobody: a client saving one new memory after another then holds one kept
+    claim on its scope, and each save is two requests. Another client's claim in the range
+    conflicts with it and stops the escalation on both sides (``Contention.contend``), so
+    clients that share a range settle on claims of their subjects. The cost of all this to
+    another client: it may wait up to ``linger_ms`` for a claim kept here, once per such
+    period.
+
+    Every write of this client's own that it sends (``write``, ``flush``, the deferred
+    write sent with a release) is counted by calling ``on_write`` once per request sent,
+    also when the request failed (it may have been applied): the backend's ``wrote``.
     """
 
     wire: Wire
@@ -254,25 +203,18 @@ class Leases:
         default_factory=lambda: f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
     )
     linger_ms: int = 250
-
-    CONTENDED_S: ClassVar[float] = 30.0
-    RECENT_S: ClassVar[float] = 60.0
-    ESCALATE_AFTER: ClassVar[int] = 2
+    on_write: Callable[[], None] = field(default=lambda: None)
 
     def __post_init__(self) -> None:
         self.held: dict[str, Claim] = {}
         self._held_lock = threading.Lock()
-        self._locks = _SubjectLocks()
+        self._locks = SubjectLocks()
         self._active = threading.local()
         self.pace = Pace()
         self._kept = KeptClaims(
             linger_s=self.linger_ms / 1000.0, spare_s=self.ttl_ms / 2000.0, delete=self._delete
         )
-        # subject IRI -> (monotonic time its calm ends, how long it lasts)
-        self._contended: dict[str, tuple[float, float]] = {}
-        self._streak: dict[str, int] = {}  # range prefix -> uncontended sections in a row
-        self._recent: dict[str, float] = {}  # subject IRI -> when this client last claimed it
-        self._sampled = 0
+        self.contention = Contention()
 
     def acquire(
         self, subjects: Sequence[NamedNode], ttl_ms: int, max_wait_ms: int, label: str
@@ -344,7 +286,14 @@ class Leases:
             with suppress(StoreError):
                 self.wire.send_update(delete_claims(self.graph, [c.node for c in claims]))
 
-    def _covering(self, subject: NamedNode) -> Claim | None:
+    def holds(self, token: str) -> bool:
+        """Whether this client holds the lease ``token`` (acquired, not yet released)."""
+        with self._held_lock:
+            return token in self.held
+
+    def covering(self, subject: NamedNode) -> Claim | None:
+        """The lease this client holds (``acquire``) on ``subject``, if any: a write to
+        ``subject`` goes ahead under it instead of taking a claim of its own."""
         with self._held_lock:
             for claim in self.held.values():
                 if subject in claim.subjects:
@@ -367,7 +316,7 @@ class Leases:
             fences: list[Claim] = []
             missing: list[NamedNode] = []
             for subject in subjects:
-                covering = self._covering(subject)
+                covering = self.covering(subject)
                 if covering is None:
                     missing.append(subject)
                 elif covering not in fences:
@@ -378,7 +327,7 @@ class Leases:
                 missing = [EVERY]
             for claim in fences:
                 check(claim)
-            section = _Section(fences, None, within=within)
+            section = Section(fences, None, within=within)
             if missing:
                 self._claim(section, missing)
             won = time.monotonic()
@@ -395,7 +344,7 @@ class Leases:
             if section.own is not None:
                 self.pace.held(time.monotonic() - won)
 
-    def _claim(self, section: _Section, missing: list[NamedNode]) -> None:
+    def _claim(self, section: Section, missing: list[NamedNode]) -> None:
         """Give ``section`` a claim of its own on ``missing``: a kept one when it covers
         them and is still alive (one read), else a new one."""
         kept = self._kept.take(missing)
@@ -410,13 +359,13 @@ class Leases:
                 section.prefetch_for = frozenset(missing)
                 section.others = seen.others
                 if seen.others:
-                    self._contend(kept.subjects, section.within)
+                    self.contention.contend(kept.subjects, section.within)
                 section.fences.append(kept)
                 return
             self._drop(kept)
         target = missing
         within = section.within
-        if within is not None and EVERY not in missing and self._escalate(within):
+        if within is not None and EVERY not in missing and self.contention.escalate(within):
             target = [range_node(within)]
         label = target[0].value if len(target) == 1 else f"{len(target)} subjects"
         own = run(
@@ -432,15 +381,16 @@ class Leases:
                 ignore=frozenset(c.token for c in section.fences) | self._kept.mine(),
                 # Whether others write in the range matters only while it may be claimed.
                 near=None
-                if within is None or self._contended_now([range_node(within)])
+                if within is None or self.contention.contended([range_node(within)])
                 else within,
             ),
             self.wire,
         )
         if own.waited:
-            self._contend([*own.subjects, *missing], within)
+            self.contention.contend([*own.subjects, *missing], within)
         elif own.crowded and within is not None:
-            self._contend([], within, soft=True)  # others write in the range: not all of it
+            # Others write in the range: not all of it.
+            self.contention.contend([], within, soft=True)
         section.own, section.prefetch = own, own.prefetch
         section.prefetch_for = frozenset(missing)
         self._kept.using(own)
@@ -451,50 +401,11 @@ class Leases:
         self._kept.done(kept, keep=False)
         self._delete([kept])
 
-    def _contend(
-        self, subjects: Sequence[NamedNode], within: str | None, *, soft: bool = False
-    ) -> None:
-        """Keep no claim on ``subjects`` (and claim not the range ``within``) for a while:
-        ``CONTENDED_S``, twice as long each time contention there comes back while the
-        last period lasts or soon after (up to an hour), since clients sharing them go on
-        sharing them. ``soft``: others were only seen near, not met; a period running
-        already is left as it is."""
-        now = time.monotonic()
-        names = [s.value for s in subjects]
-        if within is not None:
-            names.append(range_node(within).value)
-        with self._held_lock:
-            if len(self._contended) > 10_000:
-                self._contended = {
-                    name: (until, calm)
-                    for name, (until, calm) in self._contended.items()
-                    if until + calm > now
-                }
-            for name in names:
-                until, calm = self._contended.get(name, (0.0, 0.0))
-                if soft and now < until:
-                    continue
-                calm = min(2 * calm, 3600.0) if now < until + calm else self.CONTENDED_S
-                self._contended[name] = (now + calm, calm)
-            if within is not None:
-                self._streak.pop(within, None)
-
-    def _contended_now(self, subjects: Sequence[NamedNode]) -> bool:
-        now = time.monotonic()
-        with self._held_lock:
-            return any(self._contended.get(s.value, (0.0, 0.0))[0] > now for s in subjects)
-
-    def _escalate(self, within: str) -> bool:
-        if self._contended_now([range_node(within)]):
-            return False
-        with self._held_lock:
-            return self._streak.get(within, 0) >= self.ESCALATE_AFTER
-
-    def _keepable(self, section: _Section) -> bool:
+    def _keepable(self, section: Section) -> bool:
         own = section.own
         if own is None or self.linger_ms <= 0 or EVERY in own.subjects:
             return False
-        if section.others or own.waited or self._contended_now(own.subjects):
+        if section.others or own.waited or self.contention.contended(own.subjects):
             return False
         now = time.monotonic()
         if own.deadline - now <= self.ttl_ms / 2000.0:
@@ -502,31 +413,23 @@ class Leases:
         within = section.within
         if within is not None and own.subjects == (range_node(within),):
             return True
-        if self._kept.reuse < 0.3:
-            # Most kept claims lingered out unused (each then cost a request to delete):
-            # keep one in eight, to notice when they would serve again.
-            self._sampled = (self._sampled + 1) % 8
-            if self._sampled:
-                return False
+        # Most kept claims lingered out unused (each then cost a request to delete): keep
+        # one in eight, to notice when they would serve again.
+        if self._kept.reuse < 0.3 and not self.contention.sample():
+            return False
         if within is None:
             return True
         # A claim on one subject of a range this client may not claim whole (others write
         # there) is kept only for a subject it writes again and again: a new memory's
         # claim would never be used again.
-        names = [s.value for s in own.subjects]
-        with self._held_lock:
-            again = any(now - self._recent.get(n, -1e9) < self.RECENT_S for n in names)
-            if len(self._recent) > 4096:
-                self._recent = {k: t for k, t in self._recent.items() if now - t < self.RECENT_S}
-            for name in names:
-                self._recent[name] = now
-        return again or not self._contended_now([range_node(within)])
+        again = self.contention.again(own.subjects)
+        return again or not self.contention.contended([range_node(within)])
 
-    def _sections(self) -> list[_Section]:
-        stack: list[_Section] = self._active.__dict__.setdefault("stack", [])
+    def _sections(self) -> list[Section]:
+        stack: list[Section] = self._active.__dict__.setdefault("stack", [])
         return stack
 
-    def _close(self, section: _Section, *, raise_expired: bool) -> None:
+    def _close(self, section: Section, *, raise_expired: bool) -> None:
         parts, expired = list(section.pending), None
         if parts:
             try:
@@ -536,11 +439,12 @@ class Leases:
                 parts, expired = [], exc
         own = section.own
         keep = raise_expired and expired is None and self._keepable(section)
+        writes = bool(parts)  # the section's deferred write goes in this request
         if own is not None and not keep:
             parts.append(delete_claims(self.graph, [own.node]))
         try:
             if parts:
-                self.wire.send_update(" ; ".join(parts))
+                self._send(" ; ".join(parts), write=writes)
         except BaseException as exc:
             if own is not None:
                 self._kept.done(own, keep=False)
@@ -557,15 +461,14 @@ class Leases:
                 and section.within is not None
                 and own.subjects != (range_node(section.within),)
             ):
-                with self._held_lock:
-                    self._streak[section.within] = self._streak.get(section.within, 0) + 1
+                self.contention.calm(section.within)
         if expired is not None and raise_expired:
             raise expired
 
     def deferring(self) -> bool:
         """True inside an ``exclusive`` block of this thread that holds its own claim: a
         write of one request then travels with the release (``write``)."""
-        stack: list[_Section] = self._active.__dict__.get("stack", [])
+        stack: list[Section] = self._active.__dict__.get("stack", [])
         return bool(stack) and stack[-1].own is not None
 
     def write(self, requests: Sequence[str]) -> None:
@@ -589,7 +492,7 @@ class Leases:
             return
         self.flush()
         for request in requests:
-            self.wire.send_update(request)
+            self._send(request)
 
     def prefetched(self, subject: NamedNode) -> list[Row] | None:
         """The quads of ``subject`` read with this thread's claim on it (rows of ``?pp ?po
@@ -610,22 +513,16 @@ class Leases:
         """Send the writes this thread deferred, so that a read sees them."""
         for section in self._active.__dict__.get("stack", ()):
             while section.pending:
-                self.wire.send_update(section.pending.pop(0))
+                self._send(section.pending.pop(0))
 
-
-@dataclass
-class _Section:
-    """One ``exclusive`` block: the claims it writes under, its own claim, deferred writes,
-    and what its claim's read brought."""
-
-    fences: list[Claim]
-    own: Claim | None
-    pending: list[str] = field(default_factory=list)
-    wrote: bool = False
-    within: str | None = None
-    prefetch: list[Row] | None = None
-    prefetch_for: frozenset[NamedNode] = frozenset()
-    others: bool = False  # the claim's read found another client waiting
+    def _send(self, request: str, *, write: bool = True) -> None:
+        """Send an update; when it holds a write (``write``), count it (``on_write``),
+        also when it failed: it may have been applied."""
+        try:
+            self.wire.send_update(request)
+        finally:
+            if write:
+                self.on_write()
 
 
 def check(claim: Claim) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pyoxigraph import DefaultGraph, Literal, NamedNode
 
-from rdfmem.backends.sparql.leases import instant
+from rdfmem.backends.sparql.lease_steps import instant
 from rdfmem.core.terms import sparql_term
 
 __all__ = [

@@ -37,13 +37,18 @@ __all__ = [
     "blanks_match",
     "compile_blank_delete",
     "compile_match",
+    "dataset_form",
     "edit_requests",
     "graph_on_wire",
     "has_blank",
+    "is_scratch",
+    "prefetched_quads",
     "read_answer",
+    "row_quads",
     "solution_row",
     "staged_edit",
     "to_wire",
+    "with_base",
 ]
 
 
@@ -68,6 +73,55 @@ def graph_on_wire(graph: Any, default_graph: NamedNode | None) -> NamedNode | De
         raise InvalidTerm("a blank node cannot name a graph on a remote store: use an IRI")
     wire: NamedNode | DefaultGraph = to_wire(graph, default_graph)
     return wire
+
+
+def dataset_form(
+    default_graph: Sequence[Graph] | None,
+    named_graphs: Sequence[NamedNode | BlankNode] | None,
+    *,
+    ours: NamedNode | None,
+) -> dict[str, list[str]]:
+    """A query's dataset chosen by the caller, as the protocol's ``default-graph-uri`` and
+    ``named-graph-uri`` parameters (``ours``: rdfmem's default graph on the server).
+
+    >>> dataset_form([NamedNode("urn:g")], None, ours=None)
+    {'default-graph-uri': ['urn:g']}
+
+    Raises:
+        InvalidTerm: the server's own default graph is named (no IRI names it), or a
+            graph is not a graph name.
+    """
+    defaults = [DefaultGraph()] if default_graph is None else default_graph
+    wire = [graph_on_wire(g, ours) for g in defaults]
+    named = [graph_on_wire(g, None) for g in named_graphs or ()]
+    iris = [g.value for g in wire if isinstance(g, NamedNode)]
+    if len(iris) < len(wire):
+        raise InvalidTerm(
+            "the server's default graph cannot be named in a dataset: it is the "
+            "default graph of a query that names none"
+        )
+    form = {"default-graph-uri": iris}
+    if named_graphs is not None:
+        form["named-graph-uri"] = [g.value for g in named if isinstance(g, NamedNode)]
+    return form
+
+
+def with_base(sparql: str, base_iri: str | None) -> str:
+    """``sparql`` with a ``BASE`` declaration before it (as written when ``base_iri`` is
+    None).
+
+    >>> with_base("SELECT * {}", "http://example.com/")
+    'BASE <http://example.com/>\\nSELECT * {}'
+
+    Raises:
+        InvalidTerm: ``base_iri`` is not an IRI.
+    """
+    if base_iri is None:
+        return sparql
+    try:
+        return f"BASE {sparql_term(NamedNode(base_iri))}\n{sparql}"
+    except ValueError as exc:
+        raise InvalidTerm(f"base_iri is not an IRI: {base_iri!r}") from exc
 
 
 def has_blank(quad: Quad) -> bool:
@@ -273,6 +327,15 @@ def edit_requests(
 STAGING_PREFIX = "urn:rdfmem:graph:staging:"
 
 
+def is_scratch(graph: Any) -> bool:
+    """Whether a graph is a scratch graph of a staged write (hidden from reads).
+
+    >>> is_scratch(NamedNode(STAGING_PREFIX + "t:0")), is_scratch(DefaultGraph())
+    (True, False)
+    """
+    return isinstance(graph, NamedNode) and graph.value.startswith(STAGING_PREFIX)
+
+
 def staged_edit(
     remove: Sequence[Quad],
     add: Sequence[Quad],
@@ -374,6 +437,71 @@ def solution_row(variables: Sequence[str], solution: Any) -> dict[str, Any]:
         if term is not None:
             row[name] = term
     return row
+
+
+def row_quads(
+    rows: Sequence[Mapping[str, Any]],
+    subject: Any,
+    predicate: Any,
+    object: Any,
+    graph: Any,
+    *,
+    default_graph: NamedNode | None,
+) -> list[Quad]:
+    """The quads of a match's rows (``compile_match``): a term the pattern fixed is not
+    in the rows; ``default_graph`` (rdfmem's default graph on the server) reads back as
+    ``DefaultGraph()``.
+
+    Raises:
+        BackingError: a row does not make a quad.
+    """
+    quads = []
+    for row in rows:
+        try:
+            g: Any = row.get("g", graph if graph is not None else DefaultGraph())
+            s: Any = row.get("s", subject)
+            p: Any = row.get("p", predicate)
+            o: Any = row.get("o", object)
+            quads.append(Quad(s, p, o, DefaultGraph() if g == default_graph else g))
+        except (TypeError, ValueError) as exc:
+            raise BackingError(f"the server returned a malformed quad: {row}") from exc
+    return quads
+
+
+def prefetched_quads(
+    rows: Sequence[Mapping[str, Any]],
+    subject: NamedNode,
+    predicate: Any,
+    object: Any,
+    graph: Any,
+    *,
+    default_graph: NamedNode | None,
+    hidden: Sequence[NamedNode],
+) -> list[Quad]:
+    """The quads of ``subject`` that match a pattern, among those read along with a lease
+    on it (rows of ``?pp ?po ?pg``), leaving out the ``hidden`` graphs and scratch graphs.
+
+    Raises:
+        BackingError: a row does not make a quad.
+    """
+    found = row_quads(
+        [{"s": subject, "p": r["pp"], "o": r["po"], "g": r["pg"]} for r in rows],
+        subject,
+        predicate,
+        object,
+        graph,
+        default_graph=default_graph,
+    )
+    left_out = set(hidden)
+    return [
+        q
+        for q in found
+        if q.graph_name not in left_out
+        and not is_scratch(q.graph_name)
+        and (predicate is None or q.predicate == predicate)
+        and (object is None or q.object == object)
+        and (graph is None or q.graph_name == graph)
+    ]
 
 
 def _bnode_id(value: str) -> str:

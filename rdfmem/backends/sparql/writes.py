@@ -1,8 +1,21 @@
-"""Remote writes that one ``INSERT DATA`` / ``DELETE DATA`` cannot make: removing quads that
-hold blank nodes (SPARQL cannot name an existing blank node, so they are deleted by
-pattern, when the pattern matches no other blank node), and writes too large for one
-request (staged in scratch graphs, then applied by one request). The rules are in
-``rdfmem.backends.sparql.client``'s docstring; the SPARQL is written by ``sparql_wire``.
+"""The requests of one remote write (``SparqlBackend.apply``), beyond what one ``INSERT
+DATA`` / ``DELETE DATA`` can make: removing quads that hold blank nodes (SPARQL cannot name
+an existing blank node, so they are deleted by pattern, when the pattern matches no other
+blank node), writes too large for one request (staged in scratch graphs, then applied by
+one request), and the write's change-log record. The blank node rules are in
+``rdfmem.backends.sparql.client``'s docstring; the SPARQL is written by
+``rdfmem.backends.sparql.wire``. The server is reached through ``Server``, which
+``SparqlBackend`` is.
+
+**Large writes**: Virtuoso compiles an update to SQL and refuses one of ~1,500 quads, so
+against Virtuoso a write of more than 500 quads (``max_quads_per_request``) is copied 500
+quads per request into scratch graphs (``urn:rdfmem:graph:staging:<id>:<n>``, hidden from
+rdfmem's reads) and applied from there by **one** request (``INSERT … WHERE`` then ``DELETE
+… WHERE`` on the scratch graphs, then ``DROP``): the quads added appear in one operation,
+never in parts (those removed go in the next operation: a reader may see both, never
+neither; Virtuoso does not undo a request's earlier operations when a later one fails). If
+staging fails, the scratch graphs are dropped and nothing of the write is applied (a client
+killed in between leaves its scratch graphs: drop them).
 """
 
 from __future__ import annotations
@@ -10,21 +23,92 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from pyoxigraph import NamedNode, Quad
+from pyoxigraph import DefaultGraph, NamedNode, Quad
 
-from rdfmem.backends.sparql.wire import blanks_match, compile_blank_delete, staged_edit
+from rdfmem.backends.sparql.leases import Leases
+from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, log_change
+from rdfmem.backends.sparql.wire import (
+    blanks_match,
+    compile_blank_delete,
+    edit_requests,
+    has_blank,
+    staged_edit,
+    to_wire,
+)
 from rdfmem.core.errors import InvalidTerm, RdfMemError
 from rdfmem.core.terms import sparql_term
 
-if TYPE_CHECKING:
-    from rdfmem.backends.sparql.client import SparqlBackend
-
-__all__ = ["blank_deletes", "drop", "stage"]
+__all__ = ["Server", "blank_deletes", "drop", "prepare", "stage"]
 
 
-def blank_deletes(backend: SparqlBackend, quads: Sequence[Quad]) -> list[str]:
+class Server(Protocol):
+    """What a write needs of the server connection (``SparqlBackend``)."""
+
+    @property
+    def default_graph(self) -> NamedNode | None:
+        """The named graph that is rdfmem's default graph, or None (the server's own)."""
+        ...
+
+    @property
+    def leases(self) -> Leases:
+        """The client's leases (deferred writes are sent before staging)."""
+        ...
+
+    def select_rows(self, sparql: str) -> list[dict[str, Any]]: ...
+
+    def send_update(self, sparql: str) -> None: ...
+
+
+def prepare(
+    backend: Server,
+    remove: Sequence[Quad],
+    add: Sequence[Quad],
+    *,
+    limit: int | None,
+    change_graph: NamedNode | None,
+) -> tuple[list[NamedNode], list[str]]:
+    """The requests that remove ``remove`` and add ``add``, and the scratch graphs they
+    apply from (staged now, when more than ``limit`` quads go in one request); the change
+    record for ``change_graph`` (None: no change log) rides in the last request. A quad
+    both removed and added is left as it is (a blank node's would be re-minted). When this
+    raises, the scratch graphs are dropped already; when sending the requests fails, the
+    caller drops them (``drop``).
+
+    Raises:
+        InvalidTerm: a quad with a blank node cannot be removed alone (``blank_deletes``).
+        Unreachable, BackingError: staging failed.
+    """
+    kept = set(remove) & set(add)
+    remove = [q for q in remove if q not in kept]
+    add = [q for q in add if q not in kept]
+    plain = [q for q in remove if not has_blank(q)]
+    scratch: list[NamedNode] = []
+    if limit is not None and len(plain) + len(add) > limit:
+        scratch, requests = stage(backend, plain, add, limit)
+    else:
+        requests = edit_requests(plain, add, default_graph=backend.default_graph)
+    try:
+        deletes = blank_deletes(backend, [q for q in remove if has_blank(q)])
+        if deletes:  # with the write: one request
+            requests[:1] = [" ; ".join(deletes + requests[:1])]
+        if requests and change_graph is not None:
+            graphs = [q.graph_name for q in (*remove, *add)]
+            touched = {
+                DEFAULT_GRAPH_LABEL if isinstance(g, DefaultGraph) else g.value for g in graphs
+            }
+            subjects = [to_wire(q.subject) for q in (*remove, *add)]
+            named = [x for x in subjects if isinstance(x, NamedNode)]
+            change = log_change(change_graph, uuid.uuid4().hex, sorted(touched), named)
+            requests[-1] = f"{requests[-1]} ; {change}"
+    except BaseException:
+        drop(backend, scratch)  # the write did not happen: leave no scratch graph behind
+        raise
+    return scratch, requests
+
+
+def blank_deletes(backend: Server, quads: Sequence[Quad]) -> list[str]:
     """The updates removing quads that hold blank nodes, by pattern: each pattern's
     blank nodes on the server must all be among ``quads`` (quads not there are left).
 
@@ -62,7 +146,7 @@ def blank_deletes(backend: SparqlBackend, quads: Sequence[Quad]) -> list[str]:
 
 
 def stage(
-    backend: SparqlBackend, remove: Sequence[Quad], add: Sequence[Quad], limit: int
+    backend: Server, remove: Sequence[Quad], add: Sequence[Quad], limit: int
 ) -> tuple[list[NamedNode], list[str]]:
     """Copy a write too large for one request into scratch graphs (``staged_edit``);
     the one request that applies it."""
@@ -79,7 +163,7 @@ def stage(
     return scratch, [apply]
 
 
-def drop(backend: SparqlBackend, scratch: Sequence[NamedNode]) -> None:
+def drop(backend: Server, scratch: Sequence[NamedNode]) -> None:
     """Drop scratch graphs, as far as the server answers (never raises)."""
     if scratch:
         with suppress(RdfMemError):

@@ -82,6 +82,19 @@ class IndexHub:
         else:
             self.unknown = generation
 
+    def before_write(self) -> None:
+        """Classify the writes so far; call under ``backend.lock`` right before a write
+        whose graphs ``after_write`` will name (the key/value path: two calls, no block)."""
+        self._settle()
+
+    def after_write(self, graphs: Sequence[str]) -> None:
+        """Record the writes since ``before_write`` as writes to ``graphs`` only."""
+        generation = self.backend.generation
+        if generation != self._told:
+            self._told = generation
+            for graph in graphs:
+                self.graph_generation[graph] = generation
+
     def fresh(self, seen: int, graphs: Sequence[str]) -> bool:
         """True when no write since generation ``seen`` may have changed ``graphs``."""
         self._settle()

@@ -1,0 +1,119 @@
+"""The server's HTTP answers: which succeeded, which failed requests are sent again, how
+failures become rdfmem errors, and what an answer's body holds.
+
+Shared by the sync client (``SparqlBackend``) and the async twins of the remote store, so
+that both retry and translate errors alike. No I/O: a retry loop sleeps ``retry_pause``
+between attempts of its own. Errors are translated here (``raise … from exc``): a transport
+failure is ``Unreachable`` (``unreachable``), HTTP 400 is ``QueryError`` with the server's
+message, any other failure or a malformed body is ``BackingError``. A request the server
+rolled back (SQLSTATE 40001, a deadlock: Virtuoso under concurrent writes) is sent again,
+up to ``RETRIES`` times.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import httpx
+from pyoxigraph import QuerySolutions
+
+from rdfmem.backends.base import RawResult
+from rdfmem.backends.sparql.wire import read_answer, solution_row
+from rdfmem.core.errors import BackingError, QueryError, Unreachable
+
+__all__ = [
+    "ACCEPT",
+    "RESULTS",
+    "RETRIES",
+    "answer_rows",
+    "answered",
+    "results",
+    "retry_pause",
+    "truncated",
+    "unreachable",
+]
+
+#: The media type rdfmem asks for its own SELECT and ASK queries.
+RESULTS = "application/sparql-results+json"
+#: By query form: Virtuoso answers CONSTRUCT with SELECT-style rows if results come first.
+ACCEPT = {
+    "SELECT": "application/sparql-results+json, application/sparql-results+xml;q=0.8",
+    "ASK": "application/sparql-results+json, application/sparql-results+xml;q=0.8",
+    "GRAPH": "application/n-triples, text/turtle;q=0.9, application/rdf+xml;q=0.8",
+}
+#: How many times a rolled-back request is sent again.
+RETRIES = 6
+# SQLSTATE 40001 (serialization failure, deadlock): the request was rolled back.
+_ROLLED_BACK = re.compile(r"\b40001\b|deadlock", re.IGNORECASE)
+
+
+def answered(response: httpx.Response, attempt: int) -> bool:
+    """True on success; False when the server rolled the request back (SQLSTATE 40001,
+    Virtuoso's "Transaction deadlocked": nothing of it happened, so it is safe to send it
+    again) and attempts remain (``attempt`` counts from 0).
+
+    Raises:
+        QueryError: the server refused the request (HTTP 400), with its message.
+        BackingError: any other failure.
+    """
+    if response.is_success:
+        return True
+    message = response.text.strip()[:2000] or response.reason_phrase
+    if attempt < RETRIES and _ROLLED_BACK.search(message):
+        return False
+    url = str(response.request.url)
+    what = "update" if response.request.content.startswith(b"update=") else "query"
+    if response.status_code == 400:
+        raise QueryError(f"the server refused the {what}: {message}")
+    verb = "refused" if response.status_code in (401, 403) else "failed"
+    raise BackingError(
+        f"{url} {verb} the {what} (HTTP {response.status_code}): {message}",
+        cause=response.status_code,
+    )
+
+
+def unreachable(url: str, exc: Exception) -> Unreachable:
+    """The error for a request to ``url`` that got no answer (``exc``: httpx's error)."""
+    return Unreachable(
+        f"{url} did not answer: {type(exc).__name__}: {exc}", endpoint=url, cause=exc
+    )
+
+
+def retry_pause(attempt: int) -> float:
+    """Seconds to wait before sending a rolled-back request again."""
+    return float(0.005 * 2**attempt * random.uniform(0.5, 1.5))
+
+
+def results(response: httpx.Response) -> RawResult:
+    """The body as pyoxigraph results, fully validated, blank nodes restored.
+
+    Raises:
+        BackingError: an unexpected media type, or a body that does not parse.
+    """
+    return read_answer(response.headers.get("content-type", ""), response.content)
+
+
+def answer_rows(response: httpx.Response) -> tuple[list[str], list[dict[str, Any]]]:
+    """A SELECT answer's variables and rows as Python objects. No frame keeps the parsed
+    solutions: pyoxigraph refuses to free them on another thread, and a frame kept by an
+    exception's traceback could be collected on any thread.
+
+    Raises:
+        BackingError: the answer is not SELECT results, or does not parse.
+    """
+    solutions = results(response)
+    try:
+        if not isinstance(solutions, QuerySolutions):
+            raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
+        variables = [v.value for v in solutions.variables]
+        return variables, [solution_row(variables, s) for s in solutions]
+    finally:
+        del solutions
+
+
+def truncated(response: httpx.Response) -> int:
+    """The server's row limit when it cut this result at it (``X-SPARQL-MaxRows``), else 0."""
+    limit = response.headers.get("x-sparql-maxrows")
+    return int(limit) if limit and limit.isdigit() else 0

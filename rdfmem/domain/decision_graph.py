@@ -1,0 +1,342 @@
+"""``DecisionGraph``: the writes of a decision graph (nodes, edges, supersession) over any
+``RdfStore``; the reads come from ``DecisionReader``.
+
+Each edge is written twice over: the direct triples ``<from> rm:leadsTo <to>`` and ``<from>
+rm:linksTo <to>``, which SPARQL property paths walk, and an edge resource carrying its id,
+type, ends, creation time and metadata (see ``ontologies/rdfmem.ttl``). Every write changes
+the graph's index (on an embedded store) in the same critical section as the write.
+
+>>> from rdfmem import RdfStore
+>>> graph = DecisionGraph(RdfStore())
+>>> graph.add_nodes([Node(id="a", type="goal", label="A"), Node(id="b", type="option", label="B")])
+2
+>>> graph.delete_node("b"), graph.delete_node("b")
+(True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from pydantic import ValidationError
+
+from rdfmem.core.errors import DecisionGraphError
+from rdfmem.domain import decision_queries as q
+from rdfmem.domain.decision_models import Edge, Node, as_model, copy_node, node_age, utc_now
+from rdfmem.domain.decision_reader import DecisionReader
+from rdfmem.store.indexes import GraphIndex
+
+__all__ = ["DecisionGraph"]
+
+_CHANGEABLE = frozenset({"type", "label", "status", "confidence", "rationale", "metadata"})
+_CHUNK = 2000  # ids per existence query of the bulk adds
+
+
+class DecisionGraph(DecisionReader):
+    """A decision graph in one named graph of an ``RdfStore`` (any backend).
+
+    Node ``x`` of graph ``G`` is ``<G/node/x>`` (the id percent-escaped, so any text is a
+    safe id) and edge ``e`` is ``<G/edge/e>``. Each write is one store request; the checks
+    before it (duplicate id, missing end) and the write are serialised per ``DecisionGraph``
+    object, and the insert itself is conditional, so even a writer elsewhere never turns two
+    nodes into one.
+
+    Args:
+        store: where the triples live.
+        graph: the named graph holding this decision graph (an IRI); node and edge IRIs are
+            minted under it, so two decision graphs never share a node.
+
+    Raises:
+        DecisionGraphError: ``graph`` is not an IRI.
+    """
+
+    @contextmanager
+    def _writing(self) -> Iterator[GraphIndex | None]:
+        # Check-then-write of nodes and edges: the whole graph, for every writer of the
+        # store (the write lock; a lease on a SPARQL server). Yields the graph's index when
+        # it was fresh before the write: the caller changes it after its write succeeded,
+        # and it stays fresh; when the block raises, a write that happened leaves it stale.
+        hub = self.store.indexes
+        with self.store.exclusive(self.graph):
+            if hub is None:  # a server: its change log learns that only this graph changed
+                with self.store.declared(self._graph_term):
+                    yield None
+                return
+            with hub.writing([self.graph]):
+                index = hub.known_graph_index(self.graph)
+                if index is not None and not hub.fresh(index.seen, (self.graph,)):
+                    index = None
+                yield index
+                if index is not None:
+                    index.seen = hub.generation
+
+    def _put(self, index: GraphIndex | None, iri: str, node: Node) -> None:
+        if index is not None:
+            index.put_node(iri, node.type, node.status, node_age(node), copy_node(node))
+
+    def _existing(self, iris: Sequence[str], predicate: str) -> set[str]:
+        found: set[str] = set()
+        for i in range(0, len(iris), _CHUNK):
+            sparql = q.existing_query(self.graph, iris[i : i + _CHUNK], predicate)
+            found.update(row["s"].value for row in self._rows(sparql))
+        return found
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def add_node(self, node: Node | Mapping[str, Any]) -> Node:
+        """Store a new node (a ``Node``, or a mapping of its fields) and return it.
+
+        Raises:
+            DecisionGraphError: a node with this id already exists, or the fields are invalid;
+                nothing is written.
+        """
+        item: Node = as_model(Node, node)
+        iri = self._node_iri(item.id)
+        lines = self._lines_of_node(iri, item)
+        with self._writing() as index:
+            if self._has(iri, q.RM_STATUS):
+                raise DecisionGraphError(f"a node with id {item.id!r} already exists")
+            self.store.sparql_update(
+                q.insert_update(self.graph, lines, unless=[f"<{iri}> {q.RM_STATUS} ?status"])
+            )
+            self._put(index, iri, item)
+        return item
+
+    def add_nodes(self, nodes: Iterable[Node | Mapping[str, Any]]) -> int:
+        """Store many new nodes in one write; returns how many.
+
+        Raises:
+            DecisionGraphError: an id repeated in ``nodes`` or already stored, or invalid
+                fields; nothing is written.
+        """
+        items: list[Node] = [as_model(Node, n) for n in nodes]
+        iris = [self._node_iri(n.id) for n in items]
+        twice = _repeated(n.id for n in items)
+        if twice is not None:
+            raise DecisionGraphError(f"node id {twice!r} appears twice in one add_nodes call")
+        lines: list[str] = []
+        for iri, item in zip(iris, items, strict=True):
+            lines.extend(self._lines_of_node(iri, item))
+        with self._writing() as index:
+            clash = self._existing(iris, q.RM_STATUS)
+            if clash:
+                ids = sorted(q.id_of(i, self._base + "node/") for i in clash)
+                raise DecisionGraphError(f"nodes with these ids already exist: {ids[:10]!r}")
+            self._load(lines)
+            for iri, item in zip(iris, items, strict=True):
+                self._put(index, iri, item)
+        return len(items)
+
+    def update_node(
+        self, node_id: str, changes: Mapping[str, Any] | None = None, **fields: Any
+    ) -> Node:
+        """Change some fields of a node (``type``, ``label``, ``status``, ``confidence``,
+        ``rationale``, ``metadata``); ``updated_at`` becomes now, ``created_at`` stays.
+        Returns the updated node.
+
+        >>> from rdfmem import RdfStore
+        >>> graph = DecisionGraph(RdfStore())
+        >>> node = graph.add_node(Node(type="goal", label="Ship v1"))
+        >>> graph.update_node(node.id, {"status": "completed"}).status
+        'completed'
+
+        Raises:
+            NodeNotFound: no such node.
+            DecisionGraphError: an unknown or unchangeable field, or an invalid value; nothing
+                is written.
+        """
+        wanted = {**(changes or {}), **fields}
+        bad = sorted(set(wanted) - _CHANGEABLE)
+        if bad:
+            raise DecisionGraphError(
+                f"update_node cannot change {', '.join(bad)}; it changes "
+                f"{', '.join(sorted(_CHANGEABLE))} (updated_at is set for you)"
+            )
+        with self._writing() as index:
+            current = self.get_node(node_id)
+            updated = self._changed(current, wanted)
+            iri = self._node_iri(node_id)
+            self.store.sparql_update(
+                q.replace_node_update(self.graph, iri, self._lines_of_node(iri, updated))
+            )
+            self._put(index, iri, updated)
+        return updated
+
+    def delete_node(self, node_id: str) -> bool:
+        """Remove a node and every edge touching it.
+
+        Returns True when a node was removed, False when there was no such node (nothing is
+        written): every ``delete*`` of rdfmem returns whether it removed something, as
+        ``RdfStore.delete`` does, and only ``forget`` raises for a missing item.
+
+        Raises:
+            DecisionGraphError: ``node_id`` is not a str.
+        """
+        iri = self._node_iri(self._id(node_id))
+        with self._writing() as index:
+            if not self._has(iri, q.RM_STATUS):
+                return False
+            self.store.sparql_update(q.delete_node_update(self.graph, iri))
+            if index is not None:
+                index.remove_node(iri)
+        return True
+
+    # -- edges ------------------------------------------------------------------------------
+
+    def add_edge(self, edge: Edge | Mapping[str, Any]) -> Edge:
+        """Store a new edge between two stored nodes (an ``Edge``, or a mapping of its fields).
+
+        Raises:
+            DecisionGraphError: an edge with this id already exists, an end is not a stored
+                node, or the fields are invalid; nothing is written.
+        """
+        item: Edge = as_model(Edge, edge)
+        with self._writing() as index:
+            self._check_edge(item)
+            self.store.sparql_update(self._insert_edge(item))
+            if index is not None:
+                index.link(self._node_iri(item.from_id), self._node_iri(item.to_id))
+        return item
+
+    def add_edges(self, edges: Iterable[Edge | Mapping[str, Any]]) -> int:
+        """Store many new edges between stored nodes in one write; returns how many.
+
+        Raises:
+            DecisionGraphError: an id repeated in ``edges`` or already stored, an end that
+                is not a stored node, or invalid fields; nothing is written.
+        """
+        items: list[Edge] = [as_model(Edge, e) for e in edges]
+        iris = [self._edge_iri(e.id) for e in items]
+        twice = _repeated(e.id for e in items)
+        if twice is not None:
+            raise DecisionGraphError(f"edge id {twice!r} appears twice in one add_edges call")
+        end_iri: dict[str, str] = {}  # node id -> IRI, each escaped once
+        for e in items:
+            for end in (e.from_id, e.to_id):
+                if end not in end_iri:
+                    end_iri[end] = self._node_iri(end)
+        lines: list[str] = []
+        for iri, item in zip(iris, items, strict=True):
+            lines.extend(
+                q.edge_lines(
+                    iri,
+                    edge_id=item.id,
+                    type=item.type,
+                    from_iri=end_iri[item.from_id],
+                    to_iri=end_iri[item.to_id],
+                    metadata=item.metadata,
+                    created_at=item.created_at,
+                )
+            )
+        with self._writing() as index:
+            clash = self._existing(iris, q.RM_EDGE_TYPE)
+            if clash:
+                ids = sorted(q.id_of(i, self._base + "edge/") for i in clash)
+                raise DecisionGraphError(f"edges with these ids already exist: {ids[:10]!r}")
+            found = self._existing(list(end_iri.values()), q.RM_STATUS)
+            if len(found) < len(end_iri):
+                ids = sorted(i for i, iri in end_iri.items() if iri not in found)
+                raise DecisionGraphError(f"edges to nodes that do not exist: {ids[:10]!r}")
+            self._load(lines)
+            if index is not None:
+                for e in items:
+                    index.link(end_iri[e.from_id], end_iri[e.to_id])
+        return len(items)
+
+    def supersede(self, old_id: str, new_id: str, rationale: str | None = None) -> Edge:
+        """Mark ``old_id`` superseded (with ``rationale``, when given, as its rationale) and
+        add a ``supersedes`` edge from ``new_id`` to it carrying ``{"rationale": …}`` in its
+        metadata, in one write. Returns the edge.
+
+        Raises:
+            NodeNotFound: either node is missing.
+            DecisionGraphError: a node superseding itself; nothing is written.
+        """
+        if old_id == new_id:
+            raise DecisionGraphError(f"node {old_id!r} cannot supersede itself")
+        changes: dict[str, Any] = {"status": "superseded"}
+        if rationale is not None:
+            changes["rationale"] = rationale
+        edge = Edge(
+            from_id=new_id,
+            to_id=old_id,
+            type="supersedes",
+            metadata={} if rationale is None else {"rationale": rationale},
+        )
+        with self._writing() as index:
+            old = self.get_node(old_id)
+            self.get_node(new_id)
+            updated = self._changed(old, changes)
+            iri = self._node_iri(old_id)
+            self._check_edge(edge)
+            request = q.replace_node_update(self.graph, iri, self._lines_of_node(iri, updated))
+            self.store.sparql_update(request + " ;\n" + self._insert_edge(edge))
+            self._put(index, iri, updated)
+            if index is not None:
+                index.link(self._node_iri(new_id), iri)
+        return edge
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _lines_of_node(self, iri: str, node: Node) -> list[str]:
+        return q.node_lines(
+            iri,
+            node_id=node.id,
+            type=node.type,
+            label=node.label,
+            status=node.status,
+            confidence=node.confidence,
+            rationale=node.rationale,
+            metadata=node.metadata,
+            created_at=node.created_at,
+            updated_at=node.updated_at,
+        )
+
+    @staticmethod
+    def _changed(node: Node, changes: Mapping[str, Any]) -> Node:
+        data = node.model_dump()
+        data.update(changes)
+        data["updated_at"] = max(utc_now(), node.created_at)
+        try:
+            return Node.model_validate(data)
+        except ValidationError as exc:
+            raise DecisionGraphError(f"invalid change to node {node.id!r}: {exc}") from exc
+
+    def _check_edge(self, edge: Edge) -> None:
+        if self._has(self._edge_iri(edge.id), q.RM_EDGE_TYPE):
+            raise DecisionGraphError(f"an edge with id {edge.id!r} already exists")
+        for end in (edge.from_id, edge.to_id):
+            if not self._has(self._node_iri(end), q.RM_STATUS):
+                raise DecisionGraphError(
+                    f"edge {edge.id!r} goes {edge.from_id!r} -> {edge.to_id!r}, "
+                    f"but there is no node {end!r}"
+                )
+
+    def _insert_edge(self, edge: Edge) -> str:
+        iri = self._edge_iri(edge.id)
+        lines = q.edge_lines(
+            iri,
+            edge_id=edge.id,
+            type=edge.type,
+            from_iri=self._node_iri(edge.from_id),
+            to_iri=self._node_iri(edge.to_id),
+            metadata=edge.metadata,
+            created_at=edge.created_at,
+        )
+        return q.insert_update(self.graph, lines, unless=[f"<{iri}> {q.RM_EDGE_TYPE} ?type"])
+
+    def _load(self, lines: Sequence[str]) -> None:
+        if lines:
+            data = ("\n".join(lines) + "\n").encode("utf-8")
+            self.store.load(data, format="ntriples", graph=self._graph_term)
+
+
+def _repeated(ids: Iterable[str]) -> str | None:
+    seen: set[str] = set()
+    for item in ids:
+        if item in seen:
+            return item
+        seen.add(item)
+    return None

@@ -1,0 +1,287 @@
+"""The endpoint's handlers: each parses its request (``incoming.py``), runs its work
+(``jobs.py``) and writes the ``Answer`` (``answers.py``) or the refusal as a response.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+
+from pyoxigraph import RdfFormat, serialize
+from starlette.requests import Request
+from starlette.responses import Response
+
+from rdfmem.core.errors import HttpError, QueryError
+from rdfmem.server.answers import (
+    Answer,
+    acceptable_at_all,
+    choose,
+    graph_answer,
+    query_answer,
+    update_answer,
+)
+from rdfmem.server.dataset import with_using
+from rdfmem.server.incoming import (
+    Pairs,
+    check_token,
+    format_name,
+    iris,
+    media_type,
+    one,
+    one_or_first,
+    pairs,
+    query_pairs,
+    read_body,
+    utf8,
+)
+from rdfmem.server.jobs import Runner
+from rdfmem.server.named import list_named_queries, load_named_query
+from rdfmem.server.negotiate import GRAPH_OFFERS
+from rdfmem.server.page import named_index, query_page, service_description
+from rdfmem.server.point import is_point_query
+from rdfmem.server.settings import ServerSettings
+from rdfmem.store.rdfstore import RdfStore
+
+__all__ = ["Endpoint", "error_response"]
+
+#: The most a point query may write on a worker thread before a child process takes over.
+_POINT_BYTES = 64 << 10
+_FORM = "application/x-www-form-urlencoded"
+_QUERY = "application/sparql-query"
+_UPDATE = "application/sparql-update"
+_TEXT = "text/plain; charset=utf-8"
+_SAFE_HEADERS = {"X-Content-Type-Options": "nosniff"}
+
+
+def _kind(store: RdfStore) -> str:
+    """What ``/health`` says the store is: its kind only, never a path or a URL (which may
+    carry a password)."""
+    caps = store.capabilities
+    if caps.kind == "oxigraph":
+        return "oxigraph (on disk)" if caps.persistent else "oxigraph (in memory)"
+    if caps.kind == "rdflib":
+        return "rdflib"
+    return "remote SPARQL endpoint"
+
+
+def _response(answer: Answer) -> Response:
+    headers = {**_SAFE_HEADERS, **answer.headers}
+    if answer.status == 200:
+        headers["Vary"] = "Accept"
+    return Response(answer.body, answer.status, headers, media_type=answer.content_type)
+
+
+def error_response(exc: HttpError) -> Response:
+    """The plain-text response refusing a request with ``exc``'s status and headers."""
+    body = (exc.message.rstrip() + "\n").encode("utf-8", "replace")
+    return Response(body, exc.status, {**_SAFE_HEADERS, **exc.headers}, media_type=_TEXT)
+
+
+def _base(request: Request) -> str:
+    """The service URL, the base IRI of relative IRIs in queries and updates."""
+    return str(request.url.replace(query="", fragment=""))
+
+
+class Endpoint:
+    """The handlers, sharing one store, one worker pool and the settings."""
+
+    def __init__(self, store: RdfStore, settings: ServerSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self.runner = Runner(store, settings)
+        self.pool = self.runner.pool
+        #: Point queries (``point.py``) on embedded Oxigraph, whose results are lazy, may be
+        #: answered on a worker thread instead.
+        self.points = store.capabilities.kind == "oxigraph"
+
+    # -- SPARQL 1.1 Protocol ------------------------------------------------------------
+
+    async def sparql(self, request: Request) -> Response:
+        try:
+            return _response(await self._sparql(request))
+        except HttpError as exc:
+            return error_response(exc)
+
+    async def _sparql(self, request: Request) -> Answer:
+        given = query_pairs(request)
+        query: str | None
+        update: str | None
+        if request.method in ("GET", "HEAD"):
+            if one(given, "update") is not None:
+                raise HttpError(405, "updates must be sent by POST", {"Allow": "POST"})
+            query = one(given, "query")
+            if query is None:
+                return self._description(request, given)
+            update = None
+        else:
+            media, charset = media_type(request)
+            if charset.lower() not in ("utf-8", "utf8", "us-ascii", "ascii"):
+                raise HttpError(
+                    415, f"the body must be UTF-8 text (SPARQL 1.1 Protocol), not {charset}"
+                )
+            body = await read_body(
+                request, limit=self.settings.max_body, timeout=self.settings.body_timeout
+            )
+            if media == _FORM:
+                given = given + pairs(body, "the form body")
+                query, update = one(given, "query"), one(given, "update")
+            elif media == _QUERY:
+                query, update = utf8(body, "the query", charset), None
+            elif media == _UPDATE:
+                query, update = None, utf8(body, "the update", charset)
+            else:
+                raise HttpError(
+                    415,
+                    f"POST a body of type {_QUERY}, {_UPDATE} or {_FORM}, "
+                    f"not {media or 'nothing'!r}",
+                )
+            if query is not None and update is not None:
+                raise HttpError(400, "give either a query or an update, not both")
+        if update is not None:
+            return await self._update(request, update, given)
+        if query is None:
+            raise HttpError(400, "no query: give the parameter 'query' (or 'update' by POST)")
+        return await self._query(request, query, given)
+
+    async def _query(self, request: Request, query: str, given: Pairs) -> Answer:
+        accept = request.headers.get("accept")
+        fmt = format_name(given)
+        acceptable_at_all(accept, fmt)
+        defaults = iris(given, "default-graph-uri")
+        named = iris(given, "named-graph-uri")
+        store, cap, base = self.store, self.settings.max_result_bytes, _base(request)
+
+        def job(limit: int) -> Callable[[threading.Event], Answer]:
+            return lambda cancel: query_answer(
+                store,
+                query,
+                accept=accept,
+                format_name=fmt,
+                default_graph=defaults or None,
+                named_graphs=named or None,
+                base_iri=base,
+                limit=limit,
+                cancel=cancel,
+            )
+
+        if self.points and is_point_query(query):  # bounded: at most MAX_TEXT characters
+            # Every row one index step: answered on a worker thread up to a small result,
+            # a bounded amount of work; a bigger result goes to a child process.
+            small = min(cap, _POINT_BYTES)
+            try:
+                return await self.runner.run(job(small), guard=query, read=False)
+            except HttpError as exc:
+                if exc.status != 422 or cap <= small:
+                    raise
+        return await self.runner.run(job(cap), guard=query)
+
+    async def _update(self, request: Request, update: str, given: Pairs) -> Answer:
+        check_token(request, allow_update=self.settings.allow_update, token=self.settings.token)
+        using = iris(given, "using-graph-uri")
+        using_named = iris(given, "using-named-graph-uri")
+        store, base = self.store, _base(request)
+        return await self.runner.run(
+            lambda cancel: update_answer(
+                store, with_using(update, using, using_named), cancel, base_iri=base
+            ),
+            guard=update,
+            read=False,
+        )
+
+    def _description(self, request: Request, given: Pairs) -> Answer:
+        offer = choose(request.headers.get("accept"), format_name(given), GRAPH_OFFERS)
+        endpoint = str(request.url.replace(query=""))
+        triples = service_description(endpoint, allow_update=self.settings.allow_update)
+        prefixes = {"sd": "http://www.w3.org/ns/sparql-service-description#"}
+        if offer.format != RdfFormat.TURTLE:
+            prefixes = {}
+        body = serialize(triples, None, offer.rdf, prefixes=prefixes) or b""
+        return Answer(bytes(body), offer.content_type)
+
+    # -- Graph Store Protocol, named queries, health, page -------------------------------
+
+    async def graph_store(self, request: Request) -> Response:
+        try:
+            given = query_pairs(request)
+            graph = one(given, "graph")
+            default = any(k == "default" for k, _ in given)
+            if graph is not None and default:
+                raise HttpError(400, "give either ?default or ?graph=IRI, not both")
+            accept = request.headers.get("accept")
+            fmt = format_name(given)
+            store, cap = self.store, self.settings.max_result_bytes
+            whole = graph is None and not default
+            answer = await self.runner.run(
+                lambda cancel: graph_answer(
+                    store,
+                    graph,
+                    whole=whole,
+                    accept=accept,
+                    format_name=fmt,
+                    limit=cap,
+                    cancel=cancel,
+                )
+            )
+            return _response(answer)
+        except HttpError as exc:
+            return error_response(exc)
+
+    async def named_queries(self, request: Request) -> Response:
+        base = str(request.base_url).rstrip("/")
+        body = named_index(list_named_queries(), base)
+        return Response(body, 200, _SAFE_HEADERS, media_type="application/json")
+
+    async def named_query(self, request: Request) -> Response:
+        try:
+            name = request.path_params["name"]
+            try:
+                named = load_named_query(name)
+            except KeyError as exc:
+                raise HttpError(404, str(exc.args[0])) from exc
+            given = query_pairs(request)
+            fmt = format_name(given)
+            values: dict[str, str] = {}
+            for key, value in given:
+                if key in ("format", "output"):
+                    continue
+                if key in values:
+                    raise HttpError(400, f"the parameter {key!r} was given more than once")
+                values[key] = value
+            try:
+                text, bindings = named.prepare(values)
+            except QueryError as exc:
+                raise HttpError(400, str(exc)) from exc
+            accept = request.headers.get("accept")
+            acceptable_at_all(accept, fmt)
+            store, cap = self.store, self.settings.max_result_bytes
+            answer = await self.runner.run(
+                lambda cancel: query_answer(
+                    store,
+                    text,
+                    accept=accept,
+                    format_name=fmt,
+                    bindings=bindings,
+                    limit=cap,
+                    cancel=cancel,
+                ),
+                guard=text,
+            )
+            return _response(answer)
+        except HttpError as exc:
+            return error_response(exc)
+
+    async def health(self, request: Request) -> Response:
+        doc = {
+            "status": "ok",
+            "store": _kind(self.store),
+            "queries_running": self.pool.running,
+            "max_concurrent": self.pool.size,
+            "updates": self.settings.allow_update,
+        }
+        return Response(json.dumps(doc), 200, _SAFE_HEADERS, media_type="application/json")
+
+    async def page(self, request: Request) -> Response:
+        given = query_pairs(request)
+        body = query_page(list_named_queries(), query=one_or_first(given, "query"))
+        return Response(body, 200, _SAFE_HEADERS, media_type="text/html; charset=utf-8")

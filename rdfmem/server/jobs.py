@@ -1,0 +1,139 @@
+"""Where a request's work runs: the SPARQL guard, then the job on a bounded pool of worker
+threads (``workers.py``), a read on a backend evaluated in this process in a forked child
+killed at the time limit (``isolate.py``). Whatever happens there comes back as plain data,
+an ``Answer`` or a refusal, and a refusal is raised as ``HttpError`` on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rdfmem.core.errors import HttpError
+from rdfmem.core.guard import find_forbidden
+from rdfmem.server.answers import Answer
+from rdfmem.server.isolate import ChildFailed, run_forked
+from rdfmem.server.settings import ServerSettings
+from rdfmem.server.workers import Busy, TimedOut, WorkerPool, drop_locals
+from rdfmem.store.rdfstore import RdfStore
+
+__all__ = ["Runner"]
+
+_log = logging.getLogger("rdfmem.server")
+#: The cancel flag of work done in a child process: the parent kills it instead.
+_NEVER = threading.Event()
+
+
+def _refuse_remote(sparql: str) -> None:
+    """Refuse SPARQL that would make the server fetch a remote URL.
+
+    Raises:
+        HttpError: 403 ``SERVICE`` or ``LOAD``.
+    """
+    found = find_forbidden(sparql)
+    if found is not None:
+        raise HttpError(
+            403,
+            f"{found.keyword} is not allowed on this endpoint (line {found.line}, column "
+            f"{found.column}): it would make the server fetch a remote URL",
+        )
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """An ``HttpError`` as plain data, to carry from a worker to the event loop."""
+
+    status: int
+    message: str
+    headers: dict[str, str]
+
+
+def _contained(
+    job: Callable[[Any], Answer | _Refusal], *, log: bool = True
+) -> Callable[[Any], Answer | _Refusal]:
+    """``job``, answering with plain data only: an exception raised on a worker keeps
+    pyoxigraph results alive in its frames, and those may only be freed on that worker
+    (pyo3 raises otherwise), so no exception leaves it. ``log=False`` in a child process,
+    where a lock held by another thread at the fork could block the logger."""
+
+    def run(cancel: Any) -> Answer | _Refusal:
+        try:
+            return job(cancel)
+        except HttpError as exc:
+            refusal = _Refusal(exc.status, exc.message, exc.headers)
+            drop_locals(exc)
+            return refusal
+        except TimedOut as exc:
+            drop_locals(exc)
+            return _Refusal(503, str(exc), {"Retry-After": "5"})
+        except Exception as exc:
+            if log:
+                _log.exception("the store failed while answering")
+            refusal = _Refusal(500, f"the server failed: {type(exc).__name__}: {exc}", {})
+            drop_locals(exc)
+            return refusal
+
+    return run
+
+
+class Runner:
+    """Runs the jobs of one endpoint: one worker pool, sized for ``store``'s backend."""
+
+    def __init__(self, store: RdfStore, settings: ServerSettings) -> None:
+        self.settings = settings
+        caps = store.capabilities
+        # rdflib evaluates one query at a time (its backend holds a lock), so one worker;
+        # backends other than Oxigraph build their results in Python and leave garbage
+        # cycles to collect.
+        size = 1 if not caps.concurrent_reads else settings.max_concurrent
+        collect = caps.kind != "oxigraph"
+        self.pool = WorkerPool(size, max_waiting=settings.max_waiting, collect=collect)
+        #: Reads evaluated in a killable child process: the backends that use this CPU
+        #: (a remote store's queries run on its server, which enforces its own limits).
+        self.isolate = settings.isolate and caps.embedded
+
+    async def run(
+        self, job: Callable[[Any], Answer], *, guard: str | None = None, read: bool = True
+    ) -> Answer:
+        """``job`` on a worker, after the guard has judged ``guard`` there (off the event
+        loop); a read on a local backend in a child process killed at the time limit.
+
+        Raises:
+            HttpError: the job's refusal, 403 from the guard, 500 the job or its child
+                process failed, 503 time limit passed or every worker busy.
+        """
+        timeout = self.settings.timeout
+        deadline = time.monotonic() + timeout
+        isolate = read and self.isolate
+        # What a child may send back: the capped result plus room for its envelope.
+        room = self.settings.max_result_bytes + (1 << 16)
+
+        def work(cancel: threading.Event) -> Answer | _Refusal:
+            if guard is not None:
+                _refuse_remote(guard)
+            if not isolate:
+                return job(cancel)
+            try:
+                outcome: Answer | _Refusal = run_forked(
+                    lambda: _contained(job, log=False)(_NEVER),
+                    deadline=deadline,
+                    cancel=cancel,
+                    max_bytes=room,
+                )
+            except ChildFailed as exc:
+                raise HttpError(500, f"the query failed: {exc}") from exc
+            return outcome
+
+        try:
+            outcome = await self.pool.run(_contained(work), timeout=timeout)
+        except TimedOut as exc:
+            raise HttpError(503, str(exc), {"Retry-After": "5"}) from exc
+        except Busy as exc:
+            raise HttpError(503, str(exc), {"Retry-After": "1"}) from exc
+        if isinstance(outcome, _Refusal):
+            raise HttpError(outcome.status, outcome.message, outcome.headers)
+        return outcome
