@@ -53,6 +53,7 @@ from rdfmem.store.indexes import VectorSet
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bench_decisions import generate
+from results_io import write_results
 from servers import OxigraphServer
 
 RESULTS = Path(__file__).parent / "results" / "agent_loop.md"
@@ -585,7 +586,7 @@ def main() -> None:
     parser.add_argument("--dimension", type=int, default=128)
     parser.add_argument("--remote-sizes", type=int, nargs="*", default=[1_000, 10_000])
     parser.add_argument("--budget", type=float, default=3.0, help="seconds of turns per cell")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, help=f"default {RESULTS} (full runs only)")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.nodes, args.vectors, args.budget = [1_000, 10_000], 20_000, 50_000, 1.5
@@ -598,7 +599,7 @@ def main() -> None:
     trav = traversals(args.nodes, 3)
     vec = vectors(args.vectors, args.dimension, 50)
     text_out = report(args, loop, trav, vec, (before, os.getloadavg()[0]), remote)
-    args.out.write_text(text_out, encoding="utf-8")
+    write_results(args.out or RESULTS, text_out, quick=args.quick and args.out is None)
     print(text_out)
 
 

@@ -37,6 +37,7 @@ from typing import Any, get_args
 
 import pyoxigraph
 from pyoxigraph import Literal, NamedNode, RdfFormat, Store, Variable
+from results_io import write_results
 
 from rdfmem import RdflibBackend, RdfStore
 from rdfmem.decisions import DecisionGraph, Edge, EdgeType, Node, NodeType
@@ -192,7 +193,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=100_000)
     parser.add_argument("--rdflib-nodes", type=int, default=3_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, help=f"default {RESULTS} (full runs only)")
     args = parser.parse_args()
     if args.quick:
         args.nodes, args.rdflib_nodes, args.repeat = 3_000, 500, 1
@@ -321,8 +322,7 @@ def main() -> None:
         "compares against a dict BFS that builds the same `Node` objects.",
         "",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines), encoding="utf-8")
+    write_results(args.out or RESULTS, "\n".join(lines), quick=args.quick and args.out is None)
     print("\n".join(lines))
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyoxigraph import Literal, NamedNode, Quad, Store
+from results_io import write_results
 
 from rdfmem import RdflibBackend, RdfStore
 
@@ -153,7 +154,7 @@ def main() -> None:
         "atomic `DELETE DATA`/`INSERT DATA` transaction so a crash never leaves a key without a value.",
     ]
     out = Path(__file__).parent / "results" / "kv.md"
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_results(out, "\n".join(lines) + "\n", quick=args.quick)
     print("\n".join(lines[-9:]))
 
 

@@ -46,6 +46,7 @@ from rdfmem import RdfStore
 from rdfmem.langgraph import RdfBaseStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from results_io import write_results
 from servers import OxigraphServer
 
 try:  # sqlite-vec needs an sqlite3 that loads extensions; pyenv's often cannot
@@ -53,6 +54,7 @@ try:  # sqlite-vec needs an sqlite3 that loads extensions; pyenv's often cannot
 except ImportError:  # pragma: no cover
     import sqlite3
 
+RESULTS = Path(__file__).parent / "results" / "langgraph.md"
 DIMS = 256
 USERS = 10
 TOPICS = ["deploy", "billing", "oauth", "cache", "docker", "schema", "budget", "audit"]
@@ -204,7 +206,7 @@ def _cell(value: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "langgraph.md"))
+    parser.add_argument("--out", type=Path, help=f"default {RESULTS} (full runs only)")
     args = parser.parse_args()
     sizes = [200, 1000] if args.quick else [1000, 20000]
     searches = 10 if args.quick else 40
@@ -255,7 +257,7 @@ def main() -> None:
                     f"{mine / table[('SqliteStore (file)', n)][op]:.2f}x |"
                 )
         lines.append("")
-    Path(args.out).write_text("\n".join(lines), encoding="utf-8")
+    write_results(args.out or RESULTS, "\n".join(lines), quick=args.quick and args.out is None)
     print("\n".join(lines))
 
 

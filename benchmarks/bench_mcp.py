@@ -31,6 +31,7 @@ from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from results_io import write_results
 
 from rdfmem import RdfStore
 from rdfmem.mcp import Entity, KnowledgeGraph, Model, Relation, write_jsonl
@@ -188,8 +189,7 @@ def main() -> None:
             print(n, results[n], flush=True)
     text = report(results, seconds)
     print(text)
-    if not args.quick:
-        (ROOT / "results" / "mcp.md").write_text(text, encoding="utf-8")
+    write_results(ROOT / "results" / "mcp.md", text, quick=args.quick)
 
 
 if __name__ == "__main__":

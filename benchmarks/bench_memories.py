@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+from results_io import write_results
 
 from rdfmem import OxigraphBackend, RdflibBackend, RdfStore
 from rdfmem.embeddings import HashingEmbedder, top_k
@@ -178,9 +179,7 @@ def main() -> None:
         rows = run(n, repeats, rdflib_n, Path(tmp))
     text = table(rows, n, repeats)
     print(text)
-    out = Path(__file__).parent / "results" / "memories.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_results(Path(__file__).parent / "results" / "memories.md", text, quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from rdfmem import RdfStore
 # The very server processes the test fixtures start (needs the test extra: pytest).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_io import write_results
 from servers import OxigraphServer, each_server
 
 HERE = Path(__file__).resolve().parent
@@ -561,7 +562,7 @@ def only(section: str, quick: bool) -> None:
     else:
         end = next((i for i in range(start + 1, len(old)) if old[i].startswith("#")), len(old))
         new = [*old[:start], *lines, *old[end:]]
-    out.write_text("\n".join(new).rstrip("\n") + "\n")
+    write_results(out, "\n".join(new).rstrip("\n") + "\n", quick=quick)
     print("\n".join(lines))
 
 
@@ -626,9 +627,7 @@ def main() -> None:
             *sections,
         ]
     )
-    out = HERE / "results" / "remote.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(text + "\n")
+    write_results(HERE / "results" / "remote.md", text + "\n", quick=args.quick)
     print(text)
 
 

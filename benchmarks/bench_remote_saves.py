@@ -33,6 +33,7 @@ from rdfmem.memories import Memories, Memory
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_remote import spawn
+from results_io import write_results
 from servers import each_server
 
 HERE = Path(__file__).resolve().parent
@@ -181,8 +182,7 @@ def main() -> None:
             *sections,
         ]
     )
-    out = HERE / "results" / "remote_saves.md"
-    out.write_text(text + "\n")
+    write_results(HERE / "results" / "remote_saves.md", text + "\n", quick=args.quick)
     print(text)
 
 

@@ -30,6 +30,7 @@ from rdfmem import Memories, Memory, RdfStore
 from rdfmem.embeddings import EMBEDDING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from results_io import write_results
 from servers import OxigraphServer
 
 RESULTS = Path(__file__).resolve().parent / "results" / "remote_search.md"
@@ -110,7 +111,7 @@ def main() -> None:
             rows = measure(server, local, runs, count)
         finally:
             server.stop()
-    write(rows, count, runs, load_before)
+    write(rows, count, runs, load_before, quick=args.quick)
 
 
 def measure(
@@ -154,7 +155,9 @@ def measure(
     return out
 
 
-def write(rows: list[tuple[str, float, int]], count: int, runs: int, load_before: float) -> None:
+def write(
+    rows: list[tuple[str, float, int]], count: int, runs: int, load_before: float, *, quick: bool
+) -> None:
     embedded = rows[0][1]
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
@@ -189,7 +192,7 @@ def write(rows: list[tuple[str, float, int]], count: int, runs: int, load_before
         "saved memory's vector, then the hits' memories: its bytes grow with the changes, not "
         "with the memory. Without the change log every search downloads every vector.",
     ]
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_results(RESULTS, "\n".join(lines) + "\n", quick=quick)
     print("\n".join(lines))
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+from results_io import write_results
 
 from rdfmem import RdfStore
 
@@ -367,9 +368,7 @@ def write_report(
         "Oxigraph server answers on every core.",
         "",
     ]
-    out = ROOT / "results" / "server.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text("\n".join(lines), encoding="utf-8")
+    out = write_results(ROOT / "results" / "server.md", "\n".join(lines), quick=quick)
     print(f"wrote {out}")
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every benchmark, one after the other on a quiet machine, each writing its table to
-# benchmarks/results/. Pass --quick for a smoke run. Needs: pip install -e ".[test,bench]"
+# benchmarks/results/. Pass --quick for a smoke run (its tables go to the temp folder, not
+# results/: see results_io.py). Needs: pip install -e ".[test,bench]"
 # (and apt-get install wrk virtuoso-opensource for the server and remote benchmarks, nodejs
 # and npm for the official MCP memory server that bench_mcp compares with).
 set -euo pipefail
