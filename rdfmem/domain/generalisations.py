@@ -236,21 +236,17 @@ class Generalisations:
         """
         return self._put(g, must_exist=True)
 
-    def delete(self, id: str) -> None:
-        """Remove the generalisation ``id`` (what it generalises is left alone).
-
-        Raises for a missing id, unlike the other ``delete`` verbs (``RdfStore.delete``,
-        ``DecisionGraph.delete_node``), which return False when there was nothing to remove.
-
-        Raises:
-            GeneralisationNotFound: no generalisation has that id in this group.
-        """
+    def delete(self, id: str) -> bool:
+        """Remove the generalisation ``id`` (what it generalises is left alone); True when
+        there was one, False when there was nothing to remove (the rule of every ``delete``
+        verb: ``RdfStore.delete``, ``DecisionGraph.delete_node``)."""
         subject = self.subject(id)
         with self.store.exclusive(subject), self._index.writing(self.graph, subject) as vectors:
             if not self._exists(subject):
-                raise GeneralisationNotFound(f"no generalisation {id!r} in group {self.group_id!r}")
+                return False
             self.store.sparql_update(self._delete_request(subject))
             vectors.remove(subject)
+        return True
 
     def _put(self, g: Generalisation, *, must_exist: bool) -> Generalisation:
         subject = self.subject(g.id)
