@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, TypeAlias
 
 from pyoxigraph import Literal, NamedNode, Quad
 
@@ -14,7 +14,15 @@ from rdfmem.core.errors import IncompatibleSnapshot, InvalidKey
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value, loads
 from rdfmem.store.indexes.hub import IndexHub
 
-__all__ = ["KeyValue", "SNAPSHOT_TYPE", "SNAPSHOT_VERSION"]
+__all__ = [
+    "Edit",
+    "KeyValue",
+    "SNAPSHOT_TYPE",
+    "SNAPSHOT_VERSION",
+    "delete_edit",
+    "set_edit",
+    "update_edit",
+]
 
 SNAPSHOT_TYPE = "rdfmem-store-v1"
 SNAPSHOT_VERSION = 1
@@ -55,6 +63,44 @@ class _ReadCache:
             self.data = {}
             self.generation = generation
         self.data[key] = text
+
+
+#: A read-modify-write of one entry, as data: given the entry's quads now, the quads it
+#: should hold (None: leave it as it is) and what the call returns. ``KeyValue``'s sync
+#: methods and ``RemoteStore``'s network twins run the same edits, so the key/value logic
+#: is written once; only where it runs (a lock and the backend, or a lease over HTTP) differs.
+Edit: TypeAlias = Callable[[list[Quad]], tuple[list[Quad] | None, Any]]
+
+
+def set_edit(entry: Quad) -> Edit:
+    """Store ``entry``, whatever was there; returns None."""
+    return lambda old: ([entry], None)
+
+
+def delete_edit(old: list[Quad]) -> tuple[list[Quad] | None, bool]:
+    """Remove the entry; returns whether there was one."""
+    return ([] if old else None), bool(old)
+
+
+def update_edit(
+    subject: NamedNode, predicate: NamedNode, graph: NamedNode, fn: Callable[[Any], Any]
+) -> Edit:
+    """Store ``fn(current value or None)``; returns the new value.
+
+    >>> from pyoxigraph import NamedNode as N
+    >>> edit = update_edit(N("urn:k"), N("urn:v"), N("urn:g"), lambda n: (n or 0) + 1)
+    >>> new, value = edit([])
+    >>> value, new[0].object.value
+    (1, '1')
+    >>> delete_edit([]), delete_edit(new)[1]
+    ((None, False), True)
+    """
+
+    def edit(old: list[Quad]) -> tuple[list[Quad], Any]:
+        value = fn(decode_value(old[0].object) if old else None)
+        return [Quad(subject, predicate, encode_value(value), graph)], value
+
+    return edit
 
 
 class KeyValue:
@@ -118,16 +164,7 @@ class KeyValue:
             InvalidValue: the value is not JSON; nothing is written.
         """
         subject = self._codec.subject(key)
-        new = self._entry(subject, value)
-        hub = self._hub
-        with self.backend.exclusive([subject], self._range):
-            if hub is not None:
-                hub.before_write()
-            self.backend.apply(self._entry_quads(subject), [new])
-            if hub is not None:
-                hub.after_write(self._kv_graphs)
-            if self._cache is not None:
-                self._cache.put(key, _text(new), self.backend.generation)
+        self._modify(key, subject, set_edit(self._entry(subject, value)))
 
     def has(self, key: str) -> bool:
         """True when ``key`` has an entry (even one holding ``None``)."""
@@ -140,13 +177,8 @@ class KeyValue:
 
     def delete(self, key: str) -> bool:
         """Remove ``key``'s entry; True when there was one."""
-        subject = self._codec.subject(key)
-        with self.backend.exclusive([subject], self._range), self._entry_write():
-            old = self._entry_quads(subject)
-            if not old:
-                return False
-            self.backend.apply(old, [])
-        return True
+        result: bool = self._modify(key, self._codec.subject(key), delete_edit)
+        return result
 
     def update(self, key: str, fn: Callable[[Any], Any]) -> Any:
         """Atomic read-modify-write: store ``fn(current or None)`` and return it.
@@ -164,18 +196,27 @@ class KeyValue:
             and nothing is written either.
         """
         subject = self._codec.subject(key)
+        edit = update_edit(subject, self._value_predicate, self._kv_graph, fn)
+        return self._modify(key, subject, edit)
+
+    def _modify(self, key: str, subject: NamedNode, edit: Edit) -> Any:
+        # One entry's read-modify-write under the write lock (a lease on a server); the
+        # index hub learns that only the entry graph moved, and the cache the new text.
         hub = self._hub
         with self.backend.exclusive([subject], self._range):
             old = self._entry_quads(subject)
-            current = decode_value(old[0].object) if old else None
-            value = fn(current)
-            new = self._entry(subject, value)
+            new, result = edit(old)
+            if new is None:
+                return result
             if hub is not None:
                 hub.before_write()
-            self.backend.apply(old, [new])
+            self.backend.apply(old, new)
             if hub is not None:
                 hub.after_write(self._kv_graphs)
-        return value
+            cache = self._cache
+            if cache is not None:
+                cache.put(key, _text(new[0]) if new else _ABSENT, self.backend.generation)
+        return result
 
     def update_many(
         self, keys: Iterable[str], fn: Callable[[dict[str, Any]], Mapping[str, Any]]

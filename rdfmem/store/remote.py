@@ -62,6 +62,7 @@ from rdfmem.backends.sparql.wire import compile_match, edit_requests, to_wire
 from rdfmem.core.errors import BackingError, InvalidTerm
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value
 from rdfmem.core.terms import sparql_term
+from rdfmem.store.kv import Edit, delete_edit, set_edit, update_edit
 from rdfmem.store.triples import refuse_network
 
 __all__ = ["Endpoint", "Lease", "NetworkEntries", "clear_graph_request", "deferred_update"]
@@ -176,9 +177,10 @@ class NetworkEntries:
         rows = await self._arows(sparql)
         return [Quad(subject, self.value_predicate, r["o"], self.kv_graph) for r in rows]
 
-    async def _amodify(self, key: str, change: Callable[[list[Quad]], list[Quad] | None]) -> Any:
-        """One leased read-modify-write of ``key``'s entry: ``change(old quads)`` gives the
-        new quads (None: leave it); the write travels with the release, in one request."""
+    async def _amodify(self, key: str, edit: Edit) -> Any:
+        """One leased read-modify-write of ``key``'s entry by ``edit`` (the same edits the
+        sync methods run, ``rdfmem.store.kv``); the write travels with the release, in one
+        request. Returns what the edit returns."""
         await self._aknow_server()
         subject = self.codec.subject(key)
         # Tasks of this client take turns per key (as threads do), so that one claim at a
@@ -187,11 +189,9 @@ class NetworkEntries:
         if lock is None:
             lock = self._alocks[subject.value] = asyncio.Lock()
         async with lock:
-            return await self._amodify_held(subject, change)
+            return await self._amodify_held(subject, edit)
 
-    async def _amodify_held(
-        self, subject: NamedNode, change: Callable[[list[Quad]], list[Quad] | None]
-    ) -> Any:
+    async def _amodify_held(self, subject: NamedNode, edit: Edit) -> Any:
         backend, leases = self.backend, self.backend.leases
         covering = leases.covering(subject)
         claim: Claim | None = None
@@ -224,7 +224,7 @@ class NetworkEntries:
                 ]
             else:
                 old = await self._aentry(subject)
-            new = change(old)
+            new, result = edit(old)
             parts: list[str] = []
             if new is not None:
                 parts = edit_requests(old, new, default_graph=backend.default_graph)
@@ -248,7 +248,7 @@ class NetworkEntries:
             finally:
                 if writes:  # counted where it is sent, also when it failed (it may be applied)
                     self.on_write()
-        return old
+        return result
 
     async def aget(self, key: str, default: Any = None) -> Any:
         """Async ``get``, on the network without a thread."""
@@ -261,29 +261,21 @@ class NetworkEntries:
 
     async def aset(self, key: str, value: Any) -> None:
         """Async ``set``: leased, like ``set``; on the network without a thread."""
-        entry = encode_value(value)
         subject = self.codec.subject(key)
-        await self._amodify(
-            key, lambda _: [Quad(subject, self.value_predicate, entry, self.kv_graph)]
-        )
+        entry = Quad(subject, self.value_predicate, encode_value(value), self.kv_graph)
+        await self._amodify(key, set_edit(entry))
 
     async def adelete(self, key: str) -> bool:
         """Async ``delete``: leased, like ``delete``; on the network without a thread."""
-        return bool(await self._amodify(key, lambda old: [] if old else None))
+        result: bool = await self._amodify(key, delete_edit)
+        return result
 
     async def aupdate(self, key: str, fn: Callable[[Any], Any]) -> Any:
         """Async ``update``: atomic across every client, like ``update``; on the network
         without a thread."""
         subject = self.codec.subject(key)
-        result: list[Any] = []
-
-        def change(old: list[Quad]) -> list[Quad]:
-            value = fn(decode_value(old[0].object) if old else None)
-            result.append(value)
-            return [Quad(subject, self.value_predicate, encode_value(value), self.kv_graph)]
-
-        await self._amodify(key, change)
-        return result[0]
+        edit = update_edit(subject, self.value_predicate, self.kv_graph, fn)
+        return await self._amodify(key, edit)
 
     async def aclose(self) -> None:
         """Close the async client (on its own event loop)."""
