@@ -46,8 +46,8 @@ import numpy as np
 
 from rdfmem import DecisionGraph, Memories, Memory, RdfStore
 from rdfmem.decisions import Node
-from rdfmem.embeddings import HashingEmbedder, vector_literal
 from rdfmem.domain.memories import _triples
+from rdfmem.embeddings import HashingEmbedder, vector_literal
 from rdfmem.store.indexes import VectorSet
 
 sys.path.insert(0, str(Path(__file__).parent))
