@@ -184,9 +184,32 @@ def test_export_formats_and_graphs(store_path: str, tmp_path: Path) -> None:
     assert code == 0, output
     assert len(list(ox.parse(output.encode(), ox.RdfFormat.N_TRIPLES))) == 3
     code, output = run("export", store_path, "--format", "turtle")
-    assert code == 0 and "exporting the default graph" in output
+    assert code == 1 and "--format trig" in output  # it would leave the named graph out
     code, output = run("export", store_path, "--format", "nope")
     assert code == 1 and "unknown RDF format" in output
+
+
+def test_a_triple_format_backup_of_a_multi_graph_store_is_refused_not_empty(
+    store_path: str, tmp_path: Path
+) -> None:
+    backup = tmp_path / "backup.ttl"
+    code, output = run("export", store_path, "-o", str(backup))
+    assert code == 1 and "named graphs" in output and "trig" in output
+    assert not backup.exists()  # before: an empty file and "Wrote 3 triples"
+    code, output = run("export", store_path, "-o", str(backup), "--graph", "urn:ex:g")
+    assert code == 0 and "Wrote 3 triples" in output
+    assert len(list(ox.parse(backup.read_bytes(), ox.RdfFormat.TURTLE))) == 3
+
+
+def test_a_triple_format_export_of_the_default_graph_counts_what_it_wrote(tmp_path: Path) -> None:
+    data = tmp_path / "d.nt"
+    data.write_text('<urn:ex:a> <urn:ex:p> "1" .\n<urn:ex:b> <urn:ex:p> "2" .\n', encoding="utf-8")
+    store = str(tmp_path / "s")
+    assert run("load", store, str(data))[0] == 0
+    out = tmp_path / "default.nt"
+    code, output = run("export", store, "-o", str(out))
+    assert code == 0 and "Wrote 2 triples" in output
+    assert len(out.read_text().splitlines()) == 2
 
 
 def test_export_shows_progress_graph_by_graph(

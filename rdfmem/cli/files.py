@@ -49,11 +49,15 @@ def export(store: str, output: Path | None, fmt: str | None, graph: str | None) 
         chosen = RdfFormat.TURTLE if fmt is None else chosen
     with store_session(store) as opened:
         if graph is None and not chosen.supports_datasets:
-            click.echo(
-                f"{chosen.name} holds one graph: exporting the default graph "
-                "(use --format trig for every graph, or --graph IRI)",
-                err=True,
-            )
+            # A triple format holds one graph: never write a "backup" that leaves out the
+            # named graphs (an agent's memory lives in them), and never count them as written.
+            named = sum(n for name, n in _counts(opened) if name is not None)
+            if named:
+                raise click.ClickException(
+                    f"{chosen.name} holds one graph, and this store has {named} triples in "
+                    "named graphs that it would leave out: use --format trig or nquads (or a "
+                    ".trig / .nq file) to write every graph, or --graph IRI to write one"
+                )
         if output is None:
             data = _export_bytes(opened, chosen, graph)
             sys.stdout.flush()
@@ -89,7 +93,12 @@ def _counts(store: RdfStore) -> list[tuple[str | None, int]]:
 def _export_file(store: RdfStore, fmt: RdfFormat, graph: str | None, output: Path) -> int:
     """Graph by graph, with a progress bar, when the format can be written in pieces."""
     counts = _counts(store)
-    total = sum(n for _, n in counts) if graph is None else dict(counts).get(graph, 0)
+    if graph is not None:
+        total = dict(counts).get(graph, 0)
+    elif fmt.supports_datasets:
+        total = sum(n for _, n in counts)
+    else:  # a triple format: the default graph alone
+        total = dict(counts).get(None, 0)
     piecewise = fmt in (RdfFormat.TRIG, RdfFormat.N_QUADS) and graph is None
     if not piecewise or total < _PROGRESS_TRIPLES:
         output.write_bytes(_export_bytes(store, fmt, graph))
