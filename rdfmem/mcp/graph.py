@@ -296,15 +296,21 @@ class KnowledgeGraph:
         self, model: Model, observations: Sequence[Mapping[str, Any]], who: NamedNode
     ) -> tuple[list[dict[str, Any]], dict[str, list[str]], list[Quad]]:
         seen: dict[str, list[str]] = {}
+        members: dict[str, set[str]] = {}  # the same texts as a set: membership in O(1)
         results = []
         for item in observations:
             name = item["entityName"]
             entity = model.entities.get(name)
             if entity is None:
                 raise KnowledgeGraphError(f"Entity with name {name} not found")
-            known = seen.setdefault(name, list(entity.observations))
-            added = [c for c in dict.fromkeys(item["contents"]) if c not in known]
+            known = seen.get(name)
+            if known is None:
+                known = seen[name] = list(entity.observations)
+                members[name] = set(known)
+            have = members[name]
+            added = [c for c in dict.fromkeys(item["contents"]) if c not in have]
             known.extend(added)
+            have.update(added)
             results.append({"entityName": name, "addedObservations": added})
         quads: list[Quad] = []
         for name, texts in seen.items():
@@ -387,14 +393,18 @@ class KnowledgeGraph:
             links: list[Quad] = []
             subjects: list[NamedNode] = []
             dropped: dict[str, set[str]] = {}
+            present: dict[str, set[str]] = {}
             for item in deletions:
                 entity = model.entities.get(item["entityName"])
                 if entity is None:
                     continue
                 iri = entity_iri(self.graph, entity.name)
                 gone = dropped.setdefault(entity.name, set())
+                has = present.get(entity.name)
+                if has is None:
+                    has = present[entity.name] = set(entity.observations)
                 for text in item["observations"]:
-                    if text in entity.observations and text not in gone:
+                    if text in has and text not in gone:
                         gone.add(text)
                         obs = observation_iri(iri, text)
                         subjects.append(obs)

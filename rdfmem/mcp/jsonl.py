@@ -43,7 +43,14 @@ def read_jsonl(text: str, *, source: str = "") -> Model:
     """
     model = Model()
     prefix = f"{source} " if source else ""
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Observations that later lines add to an entity, merged once at the end: linear in
+    # the file, however often one entity repeats.
+    members: dict[str, set[str]] = {}
+    extra: dict[str, list[str]] = {}
+    # Lines end at "\n" only (a "\r" before it is dropped): U+2028, U+2029 and U+0085 are
+    # legal inside JSON strings, and str.splitlines would cut a line at each of them.
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw[:-1] if raw.endswith("\r") else raw
         if not line.strip():
             continue
         where = f"{prefix}line {number}"
@@ -70,8 +77,12 @@ def read_jsonl(text: str, *, source: str = "") -> Model:
             if old is None:
                 model.add_entity(Entity(name, entity_type, list(dict.fromkeys(observations))))
             else:
-                more = [o for o in dict.fromkeys(observations) if o not in old.observations]
-                old.set_observations(old.observations + more)
+                have = members.get(name)
+                if have is None:
+                    have = members[name] = set(old.observations)
+                more = [o for o in dict.fromkeys(observations) if o not in have]
+                have.update(more)
+                extra.setdefault(name, []).extend(more)
         elif kind == "relation":
             source_, target, relation_type = (
                 _string(item, k, "a relation", where) for k in _RELATION_FIELDS
@@ -81,6 +92,9 @@ def read_jsonl(text: str, *, source: str = "") -> Model:
             raise FormatError(
                 f'{where}: "type" must be "entity" or "relation", not {json.dumps(kind)}'
             )
+    for name, more in extra.items():
+        entity = model.entities[name]
+        entity.set_observations(entity.observations + more)
     return model
 
 
