@@ -179,6 +179,29 @@ def test_ttl_sweeper_thread_starts_and_stops() -> None:
     assert done.result(timeout=5) is None
 
 
+def test_cancelling_the_ttl_sweeper_stops_it_without_a_thread_crash() -> None:
+    # LangGraph stops a sweeper by cancelling its future; the thread then tried to set the
+    # result of the cancelled future and died with InvalidStateError (issue 22, item 9).
+    crashes: list[BaseException | None] = []
+
+    def record(args: threading.ExceptHookArgs) -> None:
+        crashes.append(args.exc_value)
+
+    previous = threading.excepthook
+    threading.excepthook = record
+    try:
+        lg = RdfBaseStore(ttl={"sweep_interval_minutes": 1})
+        done = lg.start_ttl_sweeper()
+        assert done.cancel()
+        sweeper = lg._sweeper
+        assert sweeper is not None
+        sweeper.join(timeout=5)
+        assert not sweeper.is_alive()
+    finally:
+        threading.excepthook = previous
+    assert crashes == []
+
+
 HOSTILE = [
     'quote " and \\ backslash',
     "brace } ; DROP ALL ; {",

@@ -219,3 +219,42 @@ def disk_store(path: Path, triples: int) -> str:
     )
     store.close()
     return str(path)
+
+
+def _query_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("rdfmem-query-")]
+
+
+def test_stopped_servers_leave_no_query_worker_threads() -> None:
+    # Five start/stop cycles, each answering queries, used to leave five worker threads
+    # (and more with concurrent queries) behind (issue 22, item 9).
+    before = set(_query_threads())
+    store = RdfStore()
+    store.assert_("urn:a", "urn:p", "v")
+    for _ in range(5):
+        with BackgroundServer(store) as server:
+            answer = httpx.get(
+                server.sparql_url,
+                params={"query": "SELECT ?o WHERE { ?s ?p ?o }"},
+                headers={"Accept": "text/csv"},
+            )
+            assert answer.status_code == 200 and "v" in answer.text
+    deadline = time.monotonic() + 10
+    while set(_query_threads()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert set(_query_threads()) - before == set()
+    store.close()
+
+
+def test_a_closed_app_takes_no_new_query() -> None:
+    from starlette.testclient import TestClient
+
+    from rdfmem.server import create_app
+
+    app = create_app(RdfStore())
+    with TestClient(app, base_url="http://localhost") as client:
+        assert client.get("/sparql", params={"query": "ASK {}"}).status_code == 200
+        app.close()
+        app.close()  # idempotent
+        refused = client.get("/sparql", params={"query": "SELECT * { ?s ?p ?o }"})
+        assert refused.status_code == 503

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
 from collections.abc import Iterable, Mapping
@@ -239,7 +240,9 @@ class RdfBaseStore(BaseStore):
                         logger.info("swept %d expired items", swept)
                 except Exception:  # the sweeper must outlive one failed sweep
                     logger.exception("TTL sweep failed")
-            done.set_result(None)
+            # Cancelling the future is how LangGraph stops a sweeper: it is done already.
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                done.set_result(None)
 
         self._sweeper = threading.Thread(target=loop, daemon=True, name="rdfmem-ttl-sweeper")
         self._sweeper.start()

@@ -75,7 +75,7 @@ def create_app(
     allowed_hosts: tuple[str, ...] | list[str] = (),
     isolate: bool = True,
     body_timeout: float = 30.0,
-) -> ASGIApp:
+) -> Gate:
     """An ASGI app serving ``store`` over the SPARQL 1.1 Protocol (see the module docstring).
 
     Args:
@@ -104,6 +104,9 @@ def create_app(
     ...                           headers={"Accept": "text/csv"})
     >>> response.text.splitlines()
     ['o', 'hi']
+
+    The app holds query worker threads: call its ``close()`` when you stop serving it
+    (``serve`` and ``BackgroundServer.stop`` do); the store stays open, it is yours.
 
     Raises:
         ServerConfigError: updates allowed without a token, or a limit below 1.
@@ -149,7 +152,9 @@ def create_app(
     )
     app.state.endpoint = endpoint
     inner: ASGIApp = app if settings.cors else _Shortcut(app, endpoint)
-    return Gate(inner, allowed_hosts=settings.allowed_hosts, cors=settings.cors)
+    return Gate(
+        inner, allowed_hosts=settings.allowed_hosts, cors=settings.cors, on_close=endpoint.close
+    )
 
 
 class _Shortcut:

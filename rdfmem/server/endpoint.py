@@ -189,6 +189,10 @@ class Endpoint:
             read=False,
         )
 
+    def close(self) -> None:
+        """End the worker threads once their jobs are done (the app is stopping)."""
+        self.pool.close()
+
     def _description(self, request: Request, given: Pairs) -> Answer:
         offer = choose(request.headers.get("accept"), format_name(given), GRAPH_OFFERS)
         endpoint = str(request.url.replace(query=""))

@@ -10,6 +10,7 @@ CORS allows it, including "simple" form POSTs that never see a CORS preflight.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -51,12 +52,24 @@ class Gate:
     CORS does not allow (403: a cross-site request, even a "simple" form POST)."""
 
     def __init__(
-        self, app: ASGIApp, *, allowed_hosts: tuple[str, ...], cors: tuple[str, ...]
+        self,
+        app: ASGIApp,
+        *,
+        allowed_hosts: tuple[str, ...],
+        cors: tuple[str, ...],
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
         self.cors = cors
         self.state = getattr(app, "state", None)
+        self._on_close = on_close
+
+    def close(self) -> None:
+        """Release what the app holds (its query worker threads); idempotent. The store
+        stays open: it is the caller's."""
+        if self._on_close is not None:
+            self._on_close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

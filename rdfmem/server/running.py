@@ -193,6 +193,7 @@ def serve(
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
+        app.close()
 
 
 class BackgroundServer:
@@ -267,6 +268,7 @@ class BackgroundServer:
         if self._thread.is_alive():
             self._thread.join(timeout)
         self._sock.close()
+        self.app.close()  # its worker threads end once their jobs are done
 
     def __enter__(self) -> BackgroundServer:
         return self.start()

@@ -65,10 +65,11 @@ class WorkerPool:
         self.size = size
         self.max_waiting = max_waiting
         self.collect = collect
-        self._jobs: queue.SimpleQueue[_Job[Any]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._slots: asyncio.Semaphore | None = None
         self._waiting = 0
+        self._closed = False
         #: Jobs holding a worker right now (including ones whose caller gave up).
         self.running = 0
 
@@ -84,6 +85,8 @@ class WorkerPool:
             Busy: no worker free and too many waiting, or none came free within ``timeout``.
             TimedOut: the job took longer than ``timeout`` (counted from the call).
         """
+        if self._closed:
+            raise Busy("the server is stopping; no new queries are taken")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         slots = self._semaphore()
@@ -124,9 +127,20 @@ class WorkerPool:
         self._threads.append(thread)
         thread.start()
 
+    def close(self) -> None:
+        """Let every worker thread end once its current job is done (idempotent); the
+        pool takes no new job after this."""
+        if self._closed:
+            return
+        self._closed = True
+        for _ in self._threads:
+            self._jobs.put(None)
+
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
+            if job is None:  # close(): this worker ends
+                return
             try:
                 outcome: tuple[bool, Any] = (True, job.fn(job.cancel))
             except BaseException as exc:  # handed to the caller, whatever it is
