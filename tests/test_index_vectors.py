@@ -199,3 +199,30 @@ def test_a_memory_just_saved_is_found_among_near_duplicates_the_graph_confuses()
         if not best or best[0][1] != f"urn:fresh{i}":
             missed.append(i)
     assert missed == []
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_re_saving_the_same_rows_does_not_grow_the_set(approximate: bool) -> None:
+    # Issue 22, item 8: with the approximate index, replaced rows were never reclaimed
+    # (200 memories saved 50 times held 10,200 rows, and kept growing).
+    rng = np.random.default_rng(7)
+    vectors = VectorSet(("urn:g",), "urn:p", approximate=approximate)
+
+    def save_all() -> None:
+        for i in range(200):
+            vectors.put("urn:g", f"urn:m{i}", rng.standard_normal(32).astype(np.float32))
+
+    save_all()
+    vectors.search(rng.standard_normal(32).astype(np.float32), 5)  # builds the HNSW graph
+    for _ in range(49):
+        save_all()
+    assert len(vectors) == 200
+    assert vectors.held() <= 2 * 200 + 1025  # before: 10,000 with the approximate index
+    for _ in range(50):
+        save_all()
+    assert vectors.held() <= 2 * 200 + 1025
+    query = rng.standard_normal(32).astype(np.float32)
+    hits = vectors.search(query, 200)
+    assert len({s for _, s, _ in hits}) == len(hits)  # one row per memory
+    assert vectors.remove("urn:g", "urn:m0")
+    assert all(s != "urn:m0" for _, s, _ in vectors.search(query, 200))

@@ -2,8 +2,9 @@
 approximate one (usearch HNSW, the ``ann`` extra) for large sets.
 
 Rows are L2-normalised float32 in a buffer that doubles when full; a replaced or removed row
-is marked dead and the buffer is compacted when half of it is dead, so ``put`` and
-``remove`` cost O(dimension) amortised, not O(rows). Exact search ranks by cosine, ties by
+is marked dead and the buffer is compacted when half of it is dead (the HNSW graph, keyed by
+row, is then built again), so ``put`` and ``remove`` cost O(dimension) amortised, not
+O(rows), and re-saving the same memories never grows the set. Exact search ranks by cosine, ties by
 subject then graph, so its answer is the same whatever order rows were written in.
 
 The approximate search's beam (usearch ``expansion_search``) is chosen for the data and the
@@ -127,7 +128,7 @@ class _Rows:
         self.dead += 1
         if self.ann is not None:
             self.ann.remove(row)
-        elif self.dead > 1024 and self.dead * 2 > len(self.keys):
+        if self.dead > 1024 and self.dead * 2 > len(self.keys):
             self.compact()
         return True
 
@@ -142,6 +143,10 @@ class _Rows:
         self.keys = [self.keys[int(i)] for i in keep]
         self.row_of = {k: i for i, k in enumerate(self.keys)}
         self.matrix, self.alive, self.dead = matrix, alive, 0
+        if self.ann is not None:
+            # The graph's keys are row numbers, renumbered here: build it again (half the
+            # rows were dead, so this is paid once per as many writes as there are rows).
+            self.build_ann()
 
     def build_ann(self) -> None:
         from usearch.index import Index
@@ -375,6 +380,11 @@ class VectorSet:
             ((keys[r][0], keys[r][1], s) for r, s in hits), key=lambda h: (-h[2], h[1], h[0])
         )
         return ranked[:limit]
+
+    def held(self) -> int:
+        """Rows held in memory: the live ones and those replaced or removed but not yet
+        reclaimed (at most about as many again, and 1,024)."""
+        return sum(len(b.keys) for b in self._blocks.values())
 
     def nbytes(self) -> int:
         """About how many bytes the set holds (matrix, keys, approximate index)."""
