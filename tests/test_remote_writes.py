@@ -137,3 +137,27 @@ def test_a_deferred_write_the_server_refuses_still_releases(server: Server) -> N
     store.close()
     other.close()  # deletes the claim it kept
     assert _no_claims(server)
+
+
+def test_a_load_inside_a_leased_block_is_refused_before_anything_is_fetched(
+    store: RemoteStore,
+) -> None:
+    # Issue 22, item 2: the deferred-write check ran the update on a scratch local store
+    # first, so LOAD fetched the URL, and only then was it refused.
+    import socket
+
+    from rdfmem import NetworkAccessRefused
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        with store.exclusive("urn:ex:doc"), pytest.raises(NetworkAccessRefused):
+            store.sparql_update(f"LOAD <http://127.0.0.1:{port}/data.ttl>")
+        with pytest.raises(socket.timeout):
+            listener.accept()  # nobody called
+    finally:
+        listener.close()
+    assert not store.ask(subject="urn:ex:doc")
