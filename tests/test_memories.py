@@ -380,3 +380,42 @@ class CountingStore(RdfStore):
     def query(self, sparql: str, **options: Any) -> Any:
         self.queries += 1
         return super().query(sparql, **options)
+
+
+# -- incomplete records (issue 22, item 3) -------------------------------------------------
+
+_BROKEN = {
+    "no content": "DELETE WHERE {{ GRAPH {g} {{ {s} <https://w3id.org/rdfmem#content> ?o }} }}",
+    "no title": "DELETE WHERE {{ GRAPH {g} {{ {s} <http://purl.org/dc/terms/title> ?o }} }}",
+    "no scope": "DELETE WHERE {{ GRAPH {g} {{ {s} <https://w3id.org/rdfmem#scope> ?o }} }}",
+    "content an IRI": (
+        "DELETE {{ GRAPH {g} {{ {s} <https://w3id.org/rdfmem#content> ?o }} }} "
+        "INSERT {{ GRAPH {g} {{ {s} <https://w3id.org/rdfmem#content> <urn:not:text> }} }} "
+        "WHERE {{ GRAPH {g} {{ {s} <https://w3id.org/rdfmem#content> ?o }} }}"
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(_BROKEN))
+def test_an_incomplete_record_is_no_memory_on_any_read_path(store: RdfStore, damage: str) -> None:
+    memories = Memories(store, project="p")
+    memories.save(Memory("project", "Half Written", "tea at five", ["tea"]))
+    memories.save(Memory("project", "Whole", "tea at noon", ["tea"]))
+    graph = memories.graph("project")
+    subject = memories._subject("project", "half-written")
+    store.sparql_update(_BROKEN[damage].format(g=f"<{graph.value}>", s=f"<{subject.value}>"))
+    # before: listed and "existing", but read raised and search skipped it
+    assert memories.list("project") == ["Whole"]
+    assert not memories.exists("project", "Half Written")
+    with pytest.raises(MemoryNotFound):
+        memories.read("project", "Half Written")
+    assert [m.title for m, _ in memories.search("tea at five")] == ["Whole"]
+    assert [m.title for m in memories.by_topic("tea")] == ["Whole"]
+    # save replaces the remains; forget removes them
+    memories.save(Memory("project", "Half Written", "tea at six"))
+    assert memories.read("project", "Half Written").content == "tea at six"
+    store.sparql_update(_BROKEN[damage].format(g=f"<{graph.value}>", s=f"<{subject.value}>"))
+    memories.forget("project", "Half Written")
+    assert not store.ask(subject=subject, graph=graph)
+    with pytest.raises(MemoryNotFound):
+        memories.forget("project", "Half Written")

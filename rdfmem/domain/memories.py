@@ -342,14 +342,17 @@ class Memories:
     def forget(self, scope: str, title: str) -> None:
         """Remove the memory with this title (by slug) from ``scope``.
 
+        An incomplete record (see ``read``) at that title is removed as well.
+
         Raises:
             MemoryScopeError: the scope is unknown or not available.
-            MemoryNotFound: no such memory.
+            MemoryNotFound: nothing is stored at that title.
         """
         graph = self.graph(scope)
         subject = self._subject(scope, title_to_slug(title))
         with self.store.exclusive(subject), self._index.writing(graph, subject) as vectors:
-            if not self._exists(graph, subject):
+            # The remains of an incomplete record (not a memory to any read) go too.
+            if not self.store.ask(subject=subject, graph=graph):
                 raise MemoryNotFound(f"no {scope} memory titled {title!r}")
             self.store.sparql_update(_delete_request(graph, subject))
             vectors.remove(subject)
@@ -358,6 +361,13 @@ class Memories:
 
     def read(self, scope: str, title: str) -> Memory:
         """The memory of ``scope`` whose title has the slug of ``title``.
+
+        **One rule for incomplete records, on every read path**: a record that is not a
+        whole memory (no content, no title, no scope, or a field that is not a literal,
+        as another SPARQL client or an interrupted write on a server that does not roll
+        back may leave) is not a memory: ``read`` raises ``MemoryNotFound``, ``exists`` is
+        False, ``list``, ``search`` and ``by_topic`` leave it out. ``save`` at its title
+        replaces it; ``forget`` removes it.
 
         Raises:
             MemoryScopeError: the scope is unknown or not available.
@@ -376,7 +386,8 @@ class Memories:
         Raises:
             MemoryScopeError: the scope is unknown or not available.
         """
-        return self._exists(self.graph(scope), self._subject(scope, title_to_slug(title)))
+        graph = self.graph(scope)
+        return self._stored(graph, self._subject(scope, title_to_slug(title))) is not None
 
     def search(self, query: str, limit: int = 10) -> list[tuple[Memory, float]]:
         """The memories of every available scope closest to ``query``: cosine similarity of
@@ -405,9 +416,6 @@ class Memories:
             found = self._read((graph, s) for s in _column(rows, "memory"))
             out.extend(sorted(found.values(), key=lambda m: m.title))
         return out
-
-    def _exists(self, graph: NamedNode, subject: NamedNode) -> bool:
-        return self.store.ask(subject=subject, predicate=_RDF_TYPE, object=_CLASS, graph=graph)
 
     def _stored(self, graph: NamedNode, subject: NamedNode) -> Memory | None:
         """The memory stored at ``subject``, read by quad pattern: on a SPARQL server,
@@ -450,9 +458,13 @@ class Memories:
         titles: builtins.list[str] = []
         for name in scopes:
             graph = sparql_term(self.graph(name))
+            # Whole memories only (``read`` says the rule): the fields a Memory needs.
             rows = self.store.query(
-                f"SELECT ?title WHERE {{ GRAPH {graph} {{ ?m a {sparql_term(_CLASS)} ; "
-                f"{sparql_term(_TITLE)} ?title }} }} ORDER BY ?title"
+                f"SELECT DISTINCT ?title WHERE {{ GRAPH {graph} {{ ?m a {sparql_term(_CLASS)} ; "
+                f"{sparql_term(_TITLE)} ?title ; {sparql_term(_CONTENT)} ?content ; "
+                f"{sparql_term(_SCOPE)} ?scope }} "
+                "FILTER(isLiteral(?title) && isLiteral(?content) && "
+                '?scope IN ("global", "project", "session")) } ORDER BY ?title'
             )
             titles.extend(row["title"].value for row in rows)  # type: ignore[union-attr]
         return titles
