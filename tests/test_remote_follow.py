@@ -179,3 +179,80 @@ def test_decision_and_key_value_writes_leave_the_kept_vectors_alone(server: Serv
     memories.search("note", limit=1)
     assert sum(sent) < quiet + 6_000  # the log's records, not thirty vectors again
     store.close()
+
+
+# -- the change log is input from other tenants (issue 22, item 6) --------------------------
+
+_LOG = "https://w3id.org/rdfmem#"
+_CHANGES = "urn:rdfmem:graph:changes"
+_GRAPH = "urn:rdfmem:memories:project:shared"
+
+POISON = {
+    "a horizon that is not a date": (
+        f'INSERT DATA {{ GRAPH <{_CHANGES}> {{ <urn:rdfmem:changes> <{_LOG}prunedBefore> "soon" }} }}'
+    ),
+    "a date that is not a date": (
+        f"INSERT DATA {{ GRAPH <{_CHANGES}> {{ <urn:rdfmem:change:bad> <{_LOG}changedAt> "
+        f'"tomorrow"^^<http://www.w3.org/2001/XMLSchema#dateTime> ; <{_LOG}changedGraph> <{_GRAPH}> }} }}'
+    ),
+    "an IRI for a date": (
+        f"INSERT DATA {{ GRAPH <{_CHANGES}> {{ <urn:rdfmem:change:iri> <{_LOG}changedAt> <urn:x> }} }}"
+    ),
+    "a record from the future, 9 KiB of graphs and subjects": (
+        f"INSERT DATA {{ GRAPH <{_CHANGES}> {{ <urn:rdfmem:change:future> <{_LOG}changedAt> "
+        '"2999-01-01T00:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> ; '
+        + " ; ".join(f"<{_LOG}changedGraph> <urn:g{i}>" for i in range(60))
+        + " ; "
+        + " ; ".join(f"<{_LOG}changedSubject> <urn:s{i}>" for i in range(60))
+        + " } }"
+    ),
+}
+
+
+def _poisoned(server: Server, record: str) -> None:
+    other = httpx.post(server.update_url, data={"update": record}, timeout=30)
+    assert other.status_code < 300, other.text
+
+
+def _log_rows(server: Server) -> int:
+    answer = httpx.post(
+        server.query_url,
+        data={"query": f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{_CHANGES}> {{ ?s ?p ?o }} }}"},
+        headers={"Accept": "application/sparql-results+json"},
+        timeout=30,
+    )
+    return int(answer.json()["results"]["bindings"][0]["n"]["value"])
+
+
+@pytest.mark.parametrize("poison", sorted(POISON))
+def test_a_poisoned_change_log_never_breaks_a_follower(
+    server: Server, writer: Writer, poison: str
+) -> None:
+    store, memories = tea_found(server)
+    _poisoned(server, POISON[poison])
+    # before: every search raised (a bad date), or read graphs x subjects rows for good
+    assert titles(memories, "green tea") == ["Tea"]
+    writer.send("save Deploy|Deploy with make release on Fridays.")
+    assert titles(memories, "how do we deploy a release")[0] == "Deploy"
+    newcomer = server.connect(change_log=True)  # a new client reads the log from scratch
+    assert titles(Memories(newcomer, project="shared"), "green tea")[0] == "Tea"
+    newcomer.close()
+    rows = _log_rows(server)
+    assert rows < 60  # the poison was pruned: the log holds only rdfmem's small records
+    store.close()
+
+
+def test_a_look_at_the_change_log_reads_a_bounded_number_of_rows() -> None:
+    from pyoxigraph import Literal, NamedNode
+
+    from rdfmem.backends.sparql.text import MAX_CHANGE_ROWS, interpret_changes
+
+    now = Literal(
+        "2026-01-01T00:00:00Z", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#dateTime")
+    )
+    rows = [
+        {"c": NamedNode(f"urn:rdfmem:change:{i}"), "at": now, "g": NamedNode("urn:g"), "now": now}
+        for i in range(MAX_CHANGE_ROWS + 1)
+    ]
+    changes = interpret_changes(rows, (0.0, frozenset()), 60.0, False)
+    assert changes.everything and changes.suspect  # cut at the cap: read everything again

@@ -10,7 +10,10 @@ time out well before). Records already reported are remembered in the cursor, no
 twice. A raw ``sparql_update`` through rdfmem is logged as a change of unknown scope
 (unless its thread declared a ``scope``); writes by other SPARQL clients are not logged.
 Records older than ``retention_s`` are pruned now and then; a cursor older than that reads
-everything. The SPARQL is written by ``rdfmem.backends.sparql.text``.
+everything. The log is input from every client of the server, so it is read defensively:
+a malformed or future-dated record is read as "its graphs (or, naming none, every graph)
+may have changed" and pruned at once, a look reads at most ``MAX_CHANGE_ROWS`` rows, and
+nothing in the log makes a reader raise. The SPARQL is written by ``rdfmem.backends.sparql.text``.
 """
 
 from __future__ import annotations
@@ -102,7 +105,13 @@ class ChangeLog:
         rows = server.select_rows(read_changes(self.graph, xsd_instant(since)))
         changes = interpret_changes(rows, cursor, slack_s, own_default)
         now = changes.cursor[0] + slack_s
-        if now - self._pruned_at > retention_s / 2:
+        if changes.suspect or now - self._pruned_at > retention_s / 2:
+            # Records no rdfmem client writes (another tenant's, malformed, future-dated)
+            # are pruned at once, so the next look reads a small log again.
             self._pruned_at = now
-            server.send_update(prune_changes(self.graph, xsd_instant(now - retention_s)))
+            server.send_update(
+                prune_changes(
+                    self.graph, xsd_instant(now - retention_s), xsd_instant(now + slack_s)
+                )
+            )
         return changes
