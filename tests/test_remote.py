@@ -196,7 +196,7 @@ def test_hostile_bindings_match_exactly_and_change_nothing(remote: RemoteStore) 
     for i, value in enumerate(HOSTILE):
         remote.assert_(f"{EX}evil{i}", EX + "says", value)
     remote.assert_(EX + "good", EX + "says", "hello")
-    q = f"SELECT ?s WHERE {{ ?s <{EX}says> ?said FILTER(?said = ?v) }}"
+    q = f"SELECT ?s ?v WHERE {{ ?s <{EX}says> ?said FILTER(?said = ?v) }}"
     for i, value in enumerate(HOSTILE):
         assert [r["s"].value for r in remote.query(q, bindings={"v": value})] == [f"{EX}evil{i}"]
     assert remote.count() == len(HOSTILE) + 1
@@ -224,6 +224,17 @@ def test_bindings_reach_filters_sub_selects_and_construct(remote: RemoteStore) -
             assert got == want, q
         else:
             assert sorted(map(str, got)) == sorted(map(str, want)), q  # type: ignore[arg-type]
+
+
+def test_binding_a_variable_the_select_does_not_project_is_refused_as_embedded(
+    remote: RemoteStore,
+) -> None:
+    # One rule on every backend (issue 22): SEP-0007, as embedded Oxigraph applies it.
+    q = f"SELECT ?s WHERE {{ ?s <{EX}says> ?said FILTER(?said = ?v) }}"
+    for store in (remote, RdfStore()):
+        with pytest.raises(QueryError, match="projection"):
+            store.query(q, bindings={"v": "hello"})
+    assert remote.query(f"SELECT * WHERE {{ ?s <{EX}says> ?v }}", bindings={"v": "x"}) == []
 
 
 def test_a_binding_name_that_is_not_a_variable_is_refused(remote: RemoteStore) -> None:

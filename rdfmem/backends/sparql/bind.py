@@ -245,8 +245,12 @@ def bind_values(sparql: str, bindings: Mapping[str, Any]) -> str:
     docstring for where).
 
     >>> from pyoxigraph import Literal, NamedNode
+    >>> bind_values("SELECT ?s ?n WHERE { ?s <urn:name> ?n }", {"s": NamedNode("urn:a")})
+    'SELECT ?s ?n WHERE { VALUES (?s) { (<urn:a>) } ?s <urn:name> ?n }'
     >>> bind_values("SELECT ?n WHERE { ?s <urn:name> ?n }", {"s": NamedNode("urn:a")})
-    'SELECT ?n WHERE { VALUES (?s) { (<urn:a>) } ?s <urn:name> ?n }'
+    Traceback (most recent call last):
+    ...
+    rdfmem.core.errors.QueryError: the SELECT does not project ?s: bind only variables of ...
     >>> bind_values("ASK { FILTER(?x = 1) }", {"x": Literal("'}")})
     'ASK { VALUES (?x) { ("\\'}") } FILTER(?x = 1) }'
     >>> print(bind_values("SELECT ?z { BIND(1 AS ?z) }", {"z": Literal("1")}))
@@ -257,13 +261,22 @@ def bind_values(sparql: str, bindings: Mapping[str, Any]) -> str:
 
     Raises:
         InvalidTerm: a name that is not a SPARQL variable name.
-        QueryError: the query has no group to bind in.
+        QueryError: the query has no group to bind in, or is a SELECT that does not
+            project a bound variable (refused as embedded Oxigraph refuses it).
     """
     for name in bindings:
         if not _VARNAME.match(name):
             raise InvalidTerm(f"invalid variable name {name!r}: use letters, digits and '_'")
     names = frozenset(bindings)
     outline = _outline(sparql, names)
+    if outline.form == "SELECT" and not outline.star:
+        # SEP-0007, as embedded Oxigraph answers: a bound variable is one the SELECT shows.
+        hidden = [n for n in bindings if n not in outline.projection]
+        if hidden:
+            raise QueryError(
+                f"the SELECT does not project ?{hidden[0]}: bind only variables of its "
+                "projection (or write SELECT *)"
+            )
     if outline.short_construct is not None and -1 not in outline.short_construct:
         # CONSTRUCT WHERE { T }: its pattern may hold triples only: spell it out in full.
         where, open_, close = outline.short_construct
