@@ -109,3 +109,32 @@ def test_a_large_load_keeps_each_blank_node_whole(server: Server) -> None:
     n = int(response.json()["results"]["bindings"][0]["n"]["value"])
     assert n == 800  # every author is one node with both its quads
     store.close()
+
+
+def test_scratch_graphs_abandoned_by_a_killed_client_are_dropped_by_the_next(
+    server: Server,
+) -> None:
+    # Issue 22: a client killed between staging and applying left its scratch graphs on the
+    # server for good. The next client that stages drops those older than an hour, and
+    # leaves a write that another client is staging right now alone.
+    import time
+
+    from rdfmem.backends.sparql.wire import STAGING_PREFIX
+
+    hours_ago = int((time.time() - 2 * 3600) * 1000)
+    abandoned = f"{STAGING_PREFIX}{hours_ago}-dead:0"
+    under_way = f"{STAGING_PREFIX}{int(time.time() * 1000)}-busy:0"
+    for graph in (abandoned, under_way):
+        done = httpx.post(
+            server.update_url,
+            data={"update": f"INSERT DATA {{ GRAPH <{graph}> {{ <urn:x> <urn:p> 1 }} }}"},
+            timeout=30,
+        )
+        assert done.status_code < 300, done.text
+    store = _connect(server)
+    store.backend.apply([], _quads(1200, "n"))
+    graphs = _graphs(server)
+    assert abandoned not in graphs
+    assert under_way in graphs
+    assert _count(server, GRAPH) == 1200
+    store.close()

@@ -96,7 +96,7 @@ from rdfmem.backends.sparql.wire import (
     to_wire,
     with_base,
 )
-from rdfmem.backends.sparql.writes import drop, prepare
+from rdfmem.backends.sparql.writes import drop, drop_abandoned, prepare
 from rdfmem.core.errors import BackingError, InvalidTerm
 
 __all__ = [
@@ -198,6 +198,7 @@ class SparqlBackend(Backend):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(exclusive_writer=False)  # other clients write the server too
+        self._abandoned_checked = 0.0  # when this client last dropped abandoned staging
         self.query_url = query_url
         self.update_url = update_url or query_url
         try:
@@ -473,6 +474,15 @@ class SparqlBackend(Backend):
             if "virtuoso" in self.server.lower():
                 limit = _VIRTUOSO_QUADS
         change_graph = self.change_graph if self.change_log else None
+        if limit is not None and len(remove) + len(add) > limit:
+            # A client that stages writes also clears what killed clients left staged
+            # (at most every ten minutes: one small query).
+            moment = time.monotonic()
+            if moment - self._abandoned_checked > 600 or not self._abandoned_checked:
+                self._abandoned_checked = moment
+                if not self.server:
+                    self.health(5000)
+                drop_abandoned(self, empty_graph_patterns="virtuoso" not in self.server.lower())
         scratch, requests = prepare(self, remove, add, limit=limit, change_graph=change_graph)
         try:
             self.leases.write(requests)

@@ -15,11 +15,13 @@ rdfmem's reads) and applied from there by **one** request (``INSERT … WHERE`` 
 never in parts (those removed go in the next operation: a reader may see both, never
 neither; Virtuoso does not undo a request's earlier operations when a later one fails). If
 staging fails, the scratch graphs are dropped and nothing of the write is applied (a client
-killed in between leaves its scratch graphs: drop them).
+killed in between leaves its scratch graphs, hidden from reads; the next
+client that stages drops those older than an hour: ``drop_abandoned``).
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from contextlib import suppress
@@ -30,6 +32,7 @@ from pyoxigraph import DefaultGraph, NamedNode, Quad
 from rdfmem.backends.sparql.leases import Leases
 from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, log_change
 from rdfmem.backends.sparql.wire import (
+    STAGING_PREFIX,
     blanks_match,
     compile_blank_delete,
     edit_requests,
@@ -40,7 +43,19 @@ from rdfmem.backends.sparql.wire import (
 from rdfmem.core.errors import InvalidTerm, RdfMemError
 from rdfmem.core.terms import sparql_term
 
-__all__ = ["Server", "blank_deletes", "drop", "prepare", "stage"]
+__all__ = [
+    "ABANDONED_AFTER_S",
+    "Server",
+    "blank_deletes",
+    "drop",
+    "drop_abandoned",
+    "prepare",
+    "stage",
+]
+
+#: A scratch graph older than this belongs to a staged write whose client died (a staged
+#: write sends its parts within seconds; an hour also covers clocks that disagree).
+ABANDONED_AFTER_S = 3600.0
 
 
 class Server(Protocol):
@@ -150,8 +165,11 @@ def stage(
 ) -> tuple[list[NamedNode], list[str]]:
     """Copy a write too large for one request into scratch graphs (``staged_edit``);
     the one request that applies it."""
+    # The token starts with the time (ms) it was made: another client can tell a write
+    # abandoned long ago (its client was killed mid-staging) from one under way.
+    token = f"{int(time.time() * 1000)}-{uuid.uuid4().hex}"
     parts, apply, scratch = staged_edit(
-        remove, add, default_graph=backend.default_graph, limit=limit, token=uuid.uuid4().hex
+        remove, add, default_graph=backend.default_graph, limit=limit, token=token
     )
     backend.leases.flush()
     try:
@@ -168,3 +186,35 @@ def drop(backend: Server, scratch: Sequence[NamedNode]) -> None:
     if scratch:
         with suppress(RdfMemError):
             backend.send_update(" ; ".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in scratch))
+
+
+def drop_abandoned(
+    backend: Server, *, now: float | None = None, empty_graph_patterns: bool = True
+) -> list[str]:
+    """Drop the scratch graphs of staged writes abandoned by their clients (killed between
+    staging and applying): those whose token is older than ``ABANDONED_AFTER_S``. Scratch
+    graphs are hidden from every read, so an abandoned one changed nothing; this only frees
+    the space. Returns the graphs dropped; never raises.
+    """
+    moment = time.time() if now is None else now
+    # ``GRAPH ?g { }`` lists the named graphs without reading their quads; a server that
+    # answers it with nothing (``empty_graph_patterns`` False: Virtuoso) is asked for the
+    # graphs of its quads instead.
+    pattern = "" if empty_graph_patterns else "?s ?p ?o"
+    try:
+        rows = backend.select_rows(
+            f"SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ {pattern} }} "
+            f'FILTER(STRSTARTS(STR(?g), "{STAGING_PREFIX}")) }}'
+        )
+    except RdfMemError:
+        return []
+    old: list[NamedNode] = []
+    for row in rows:
+        graph = row.get("g")
+        if not isinstance(graph, NamedNode):
+            continue
+        stamp = graph.value[len(STAGING_PREFIX) :].split("-", 1)[0]
+        if stamp.isdigit() and moment - int(stamp) / 1000 > ABANDONED_AFTER_S:
+            old.append(graph)
+    drop(backend, old)
+    return [g.value for g in old]
