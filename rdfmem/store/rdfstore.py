@@ -281,9 +281,6 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         for an embedded backend)."""
         return self.backend.run_async(fn, *args)
 
-    def _run_async(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
-        return self.backend.run_async(fn, *args)
-
     def close(self) -> None:
         """Close the backend (files, locks, connections). Idempotent."""
         if not self._closed:
@@ -462,16 +459,16 @@ class RemoteStore(RdfStore):
 
     async def aacquire_lease(self, subject: str, ttl_ms: int, max_wait_ms: int) -> Lease:
         """Async ``acquire_lease``."""
-        lease: Lease = await self._run_async(self.acquire_lease, subject, ttl_ms, max_wait_ms)
+        lease: Lease = await self.run_async(self.acquire_lease, subject, ttl_ms, max_wait_ms)
         return lease
 
     async def arelease_lease(self, lease: Lease) -> None:
         """Async ``release_lease``."""
-        await self._run_async(self.release_lease, lease)
+        await self.run_async(self.release_lease, lease)
 
     async def ahealth(self, timeout_ms: float) -> bool:
         """Async ``health``; never raises."""
-        return bool(await self._run_async(self.health, timeout_ms))
+        return bool(await self.run_async(self.health, timeout_ms))
 
     async def aget(self, key: str, default: Any = None) -> Any:
         """Async ``get``, on the network without a thread."""

@@ -1,6 +1,6 @@
 """The asyncio twins of the key/value methods, written once over the sync ones.
 
-A twin runs its sync method through the store's async runner (``_run_async``: on a thread
+A twin runs its sync method through the store's async runner (``run_async``: on a thread
 for an embedded backend), so the logic exists once. A store whose backend can do better
 (``RemoteStore``: the network, without a thread) overrides a twin; nothing here raises
 ``NotImplementedError``: a class that lacks a sync method cannot be made at all.
@@ -21,7 +21,7 @@ class AsyncKeyValue(ABC):
     """``aget`` … ``aclose`` for any class with the sync key/value methods."""
 
     @abstractmethod
-    def _run_async(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
+    def run_async(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
         """Run a blocking call without blocking the event loop."""
 
     @abstractmethod
@@ -58,42 +58,42 @@ class AsyncKeyValue(ABC):
 
     async def aget(self, key: str, default: Any = None) -> Any:
         """Async ``get``."""
-        return await self._run_async(self.get, key, default)
+        return await self.run_async(self.get, key, default)
 
     async def aset(self, key: str, value: Any) -> None:
         """Async ``set``."""
-        await self._run_async(self.set, key, value)
+        await self.run_async(self.set, key, value)
 
     async def ahas(self, key: str) -> bool:
         """Async ``has``."""
-        return await self._run_async(self.has, key)
+        return await self.run_async(self.has, key)
 
     async def adelete(self, key: str) -> bool:
         """Async ``delete``."""
-        return await self._run_async(self.delete, key)
+        return await self.run_async(self.delete, key)
 
     async def aupdate(self, key: str, fn: Callable[[Any], Any]) -> Any:
         """Async ``update``: still atomic against every other writer."""
-        return await self._run_async(self.update, key, fn)
+        return await self.run_async(self.update, key, fn)
 
     async def aupdate_many(
         self, keys: Iterable[str], fn: Callable[[dict[str, Any]], Mapping[str, Any]]
     ) -> dict[str, Any]:
         """Async ``update_many``: still all or nothing."""
-        return await self._run_async(self.update_many, keys, fn)
+        return await self.run_async(self.update_many, keys, fn)
 
     async def akeys(self, prefix: str = "") -> list[str]:
         """Async ``keys``."""
-        return await self._run_async(self.keys, prefix)
+        return await self.run_async(self.keys, prefix)
 
     async def asnapshot(self) -> dict[str, Any]:
         """Async ``snapshot``."""
-        return await self._run_async(self.snapshot)
+        return await self.run_async(self.snapshot)
 
     async def arestore(self, snapshot: Mapping[str, Any]) -> None:
         """Async ``restore``."""
-        await self._run_async(self.restore, snapshot)
+        await self.run_async(self.restore, snapshot)
 
     async def aclose(self) -> None:
         """Async ``close``."""
-        await self._run_async(self.close)
+        await self.run_async(self.close)

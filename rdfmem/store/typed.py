@@ -167,6 +167,3 @@ class TypedStore(AsyncKeyValue, Generic[M]):
     def run_async(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
         """Run a blocking call without blocking the event loop (``RdfStore.run_async``)."""
         return self.inner.run_async(fn, *args)
-
-    def _run_async(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
-        return self.inner.run_async(fn, *args)

@@ -69,18 +69,21 @@ class IndexHub:
         or a rebuild."""
         return self.backend.generation
 
-    def _settle(self) -> None:
-        # Classify the writes since the last look: to the graphs of the innermost
-        # ``writing`` block, or else of unknown scope.
+    def _record(self, graphs: Sequence[str] | None) -> None:
+        # Classify the writes since the last look: to ``graphs``, or (None) of unknown scope.
         generation = self.backend.generation
         if generation == self._told:
             return
         self._told = generation
-        if self._scopes:
-            for graph in self._scopes[-1]:
-                self.graph_generation[graph] = generation
-        else:
+        if graphs is None:
             self.unknown = generation
+        else:
+            for graph in graphs:
+                self.graph_generation[graph] = generation
+
+    def _settle(self) -> None:
+        # The writes so far belong to the innermost ``writing`` block, or to no known graph.
+        self._record(self._scopes[-1] if self._scopes else None)
 
     def before_write(self) -> None:
         """Classify the writes so far; call under ``backend.lock`` right before a write
@@ -89,11 +92,7 @@ class IndexHub:
 
     def after_write(self, graphs: Sequence[str]) -> None:
         """Record the writes since ``before_write`` as writes to ``graphs`` only."""
-        generation = self.backend.generation
-        if generation != self._told:
-            self._told = generation
-            for graph in graphs:
-                self.graph_generation[graph] = generation
+        self._record(graphs)
 
     def fresh(self, seen: int, graphs: Sequence[str]) -> bool:
         """True when no write since generation ``seen`` may have changed ``graphs``."""
