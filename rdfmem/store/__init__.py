@@ -1,8 +1,9 @@
 """The store floor: ``RdfStore``, one facade over any backend.
 
-``rdfstore`` (the facade), ``kv`` (the key/value half), ``triples`` (the triple half and
-SPARQL), ``typed`` (``TypedStore``), ``remote`` (``RemoteStore``, a store on a SPARQL
-server), ``indexes/`` (read-side indexes fed by the writes). Built on ``rdfmem.backends``
+``rdfstore`` (the facade: ``RdfStore`` and ``RemoteStore``), ``kv`` (the key/value half and
+its edits), ``triples`` (the triple half and SPARQL), ``typed`` (``TypedStore``), ``twins``
+(the asyncio twins), ``remote`` (what a store on a SPARQL server does on the network),
+``indexes/`` (read-side indexes fed by the writes). Built on ``rdfmem.backends``
 and ``rdfmem.core`` only.
 """
 

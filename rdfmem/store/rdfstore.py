@@ -193,9 +193,7 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         """The client-side copy of ``predicate``'s vectors on a remote store that keeps the
         change log (shared by this store's views); None on any other store."""
         backend = self.backend
-        if backend.exclusive_writer or not isinstance(backend, SparqlBackend):
-            return None
-        if not backend.change_log:
+        if not isinstance(backend, SparqlBackend) or not backend.change_log:
             return None
         with self._followers_lock:
             found = self._followers.get(predicate.value)
@@ -244,9 +242,12 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         p = None if predicate is None else to_predicate(predicate)
         o = None if object is None else to_object(object)
         g = None if graph is None else to_graph(graph)
-        if isinstance(s, Variable) or isinstance(p, Variable) or isinstance(o, Variable):
-            raise InvalidTerm("match takes terms, not variables: select binds variables")
-        if isinstance(g, Variable):
+        if (
+            isinstance(s, Variable)
+            or isinstance(p, Variable)
+            or isinstance(o, Variable)
+            or isinstance(g, Variable)
+        ):
             raise InvalidTerm("match takes terms, not variables: select binds variables")
         return list(self.backend.match(s, p, o, g))
 
