@@ -88,13 +88,27 @@ def test_async_tasks_updating_leave_exactly_n() -> None:
     assert store.get("n") == 200
 
 
-def test_opening_an_open_disk_store_again_is_a_clear_error(tmp_path: Path) -> None:
+def test_opening_an_open_disk_store_again_attaches_to_it(tmp_path: Path) -> None:
     first = RdfStore.open(tmp_path / "db")
     first.set("k", 1)
-    with pytest.raises(StoreAlreadyOpen, match="already open") as info:
-        RdfStore.open(tmp_path / "db")
-    assert info.value.reason == "BACKING_ERROR"
-    assert first.get("k") == 1  # the first store is unharmed
+    second = RdfStore.open(tmp_path / "db")  # StoreAlreadyOpen before: now attached
+    assert second.get("k") == 1
+    second.set("k", 2)
+    assert first.get("k") == 2  # the owner sees the attached store's write at once
     first.close()
+    assert second.get("k") == 2  # ... and the attached one takes the store over
+    second.close()
     with RdfStore.open(tmp_path / "db") as again:
-        assert again.get("k") == 1
+        assert again.get("k") == 2
+
+
+def test_files_held_by_a_process_that_does_not_serve_them_are_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    from rdfmem.backends.oxigraph import OxigraphBackend
+
+    holder = OxigraphBackend(tmp_path / "db", serve=False)
+    with pytest.raises(StoreAlreadyOpen, match="does not serve it") as info:
+        RdfStore.open(tmp_path / "db", attach_wait_s=0.3)
+    assert info.value.reason == "BACKING_ERROR"
+    holder.close()

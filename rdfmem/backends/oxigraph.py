@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +22,22 @@ from pyoxigraph import (
 )
 
 from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
+from rdfmem.backends.filelocks import SubjectFileLocks
+from rdfmem.backends.owner import OwnerServer
 from rdfmem.core.errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
 from rdfmem.core.formats import check_rdf
 
 __all__ = ["OxigraphBackend"]
 
+_log = logging.getLogger(__name__)
+
 
 class OxigraphBackend(Backend):
     """A pyoxigraph ``Store``: in memory when ``path`` is None, else on disk.
+
+    On disk, this backend is the store's **owner**: it serves the other processes that
+    open the store on a Unix socket in its folder (``rdfmem.backends.owner``; ``serve=False``
+    does not), and its ``exclusive`` sections exclude theirs (``rdfmem.backends.filelocks``).
 
     >>> backend = OxigraphBackend()
     >>> backend.persistent
@@ -40,11 +50,19 @@ class OxigraphBackend(Backend):
 
     kind = "oxigraph"
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, store: Store | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        store: Store | None = None,
+        serve: bool = True,
+    ):
         # A Store handed in may be written around this object: nothing above caches.
         super().__init__(exclusive_writer=store is None)
         self.path = None if path is None else Path(path)
         self.persistent = path is not None
+        self._locks: SubjectFileLocks | None = None
+        self._owner: OwnerServer | None = None
         if store is not None:
             self.store = store
             return
@@ -60,6 +78,31 @@ class OxigraphBackend(Backend):
                     cause=exc,
                 ) from exc
             raise BackingError(f"cannot open the store at {self.path}: {exc}", cause=exc) from exc
+        if self.path is not None:
+            self._locks = SubjectFileLocks.of(self.path)
+            if serve:
+                owner = OwnerServer(self, self.path)
+                try:
+                    owner.start()
+                    self._owner = owner
+                except OSError as exc:  # the store works; other processes cannot attach
+                    _log.warning("rdfmem: cannot serve %s to other processes: %s", self.path, exc)
+
+    def exclusive(
+        self, subjects: Sequence[NamedNode], within: str | None = None
+    ) -> AbstractContextManager[Any]:
+        """The process-wide write lock; on disk, first the subjects' locks shared with the
+        processes attached to this store (taken before the write lock, which their writes
+        need, so that nobody waits in a circle)."""
+        if self._locks is None:
+            return self.lock
+        return self._shared_section(subjects)
+
+    @contextmanager
+    def _shared_section(self, subjects: Sequence[NamedNode]) -> Iterator[None]:
+        assert self._locks is not None
+        with self._locks.exclusive(subjects), self.lock:
+            yield
 
     def query(
         self,
@@ -180,6 +223,12 @@ class OxigraphBackend(Backend):
     def close(self) -> None:
         if "store" not in self.__dict__:
             return
+        if self._owner is not None:
+            self._owner.stop()
+            self._owner = None
+        if self._locks is not None:
+            self._locks.close()
+            self._locks = None
         if self.persistent:
             with contextlib.suppress(OSError):
                 self.store.flush()

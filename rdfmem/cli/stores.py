@@ -64,9 +64,7 @@ def open_store(
         return RdfStore.open(path)
     except StoreAlreadyOpen as exc:
         raise click.ClickException(
-            f"the store at {spec} is open in another process (an agent, or rdfmem serve); "
-            "query that process's endpoint instead, e.g. "
-            "rdfmem query http://127.0.0.1:7879/sparql 'ASK {}'"
+            f"{exc} (rdfmem processes share a store; another program holding it does not)"
         ) from exc
 
 

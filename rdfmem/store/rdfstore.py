@@ -21,7 +21,7 @@ from rdfmem.backends.oxigraph import OxigraphBackend
 from rdfmem.backends.sparql import SparqlBackend
 from rdfmem.backends.sparql.client import LEASE_GRAPH_IRI
 from rdfmem.backends.sparql.lease_steps import RANGE_DELIMITERS
-from rdfmem.core.errors import InvalidTerm, InvalidValue
+from rdfmem.core.errors import InvalidTerm, InvalidValue, StoreAlreadyOpen
 from rdfmem.core.keys import KeyCodec
 from rdfmem.core.ontology import PREFIXES
 from rdfmem.core.terms import to_graph, to_object, to_predicate, to_subject
@@ -106,13 +106,30 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         self._init_kv()
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], **options: Any) -> RdfStore:
+    def open(
+        cls, path: str | os.PathLike[str], *, attach_wait_s: float = 5.0, **options: Any
+    ) -> RdfStore:
         """An embedded Oxigraph store on disk at ``path`` (created when missing).
 
+        Any number of processes may open one store. The first becomes its owner (it opens
+        the files and serves the others on a Unix socket in the folder); the others attach
+        to it, with the same API and guarantees: ``update`` is atomic across processes, an
+        acknowledged write is durable, and when the owner exits another process takes over
+        (``rdfmem.backends.owner``, ``rdfmem.backends.attached``; docs/processes.md).
+
+        ``attach_wait_s``: how long an attaching process waits for the owner's socket.
+
         Raises:
-            StoreAlreadyOpen: another open store holds ``path``.
+            StoreAlreadyOpen: ``path`` is held by a process that does not serve it (another
+                program, or another user's process).
         """
-        return cls(OxigraphBackend(path), **options)
+        try:
+            backend: Backend = OxigraphBackend(path)
+        except StoreAlreadyOpen:
+            from rdfmem.backends.attached import AttachedBackend
+
+            backend = AttachedBackend(path, wait_s=attach_wait_s)
+        return cls(backend, **options)
 
     @classmethod
     def connect(

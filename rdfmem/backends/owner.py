@@ -1,0 +1,269 @@
+"""The owner of an on-disk store serves it to the other processes that open it.
+
+RocksDB lets one process open a store's files. The first process to open an on-disk store
+becomes its **owner**: beside its own use of the store, it answers the SPARQL 1.1 Protocol
+(queries and updates, ``POST`` form or direct body, ``GET ?query=``) on a Unix domain
+socket, ``rdfmem.sock`` in the store's folder (in ``$TMPDIR/rdfmem-UID/`` under a hash of
+the folder when that path is too long for a socket's name). Any other process that opens
+the store is **attached**: it reaches the store through that socket with rdfmem's SPARQL
+client (``rdfmem.backends.attached``), with the same API.
+
+Why the standard library's HTTP server: it imports in milliseconds (the owner starts it on
+every open, and a first answer must not wait for uvicorn and Starlette), it speaks HTTP/1.1
+with kept-alive connections, and a thread per connection suits a handful of local clients.
+The protocol is the one ``rdfmem serve`` and every SPARQL server speak, so an attached
+process is an ordinary remote client.
+
+Who may attach: the socket file is made with mode 0600 (only the owner's user can connect)
+before it takes its name. Every update runs under the owner's write lock, so the owner's
+read-side indexes notice it as they notice any write they were not told about (its
+generation moves): they are rebuilt before their next read, never stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import socketserver
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from pyoxigraph import (
+    NamedNode,
+    QueryBoolean,
+    QueryResultsFormat,
+    QuerySolutions,
+    QueryTriples,
+    RdfFormat,
+)
+
+from rdfmem.backends.base import Backend
+
+__all__ = ["CLOSING", "SOCKET_NAME", "OwnerServer", "reachable", "socket_path"]
+
+SOCKET_NAME = "rdfmem.sock"
+#: A socket's path must fit in ``sockaddr_un.sun_path`` (108 bytes on Linux, 104 on macOS).
+_MAX_SOCKET_PATH = 100
+SERVER_HEADER = "rdfmem-owner (Oxigraph)"
+#: The body of the 503 a closing owner answers: nothing was run, send it to the next owner.
+CLOSING = b"rdfmem owner closing"
+
+
+def socket_path(folder: str | os.PathLike[str]) -> Path:
+    """Where the owner of the store in ``folder`` listens (the same in every process).
+
+    >>> socket_path("/data/memory").name
+    'rdfmem.sock'
+    >>> len(str(socket_path("/" + "x" * 200))) <= 100
+    True
+    """
+    folder = Path(os.path.abspath(folder))
+    inside = folder / SOCKET_NAME
+    if len(str(inside)) <= _MAX_SOCKET_PATH:
+        return inside
+    digest = hashlib.blake2b(str(folder).encode("utf-8"), digest_size=10).hexdigest()
+    return Path(tempfile.gettempdir()) / f"rdfmem-{os.getuid()}" / f"{digest}.sock"
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+
+
+class OwnerServer:
+    """The owner's side: ``start`` listens, ``stop`` stops and removes the socket.
+
+    ``backend`` is the owner's own backend (an on-disk ``OxigraphBackend``).
+    """
+
+    def __init__(self, backend: Backend, folder: str | os.PathLike[str]) -> None:
+        self.backend = backend
+        self.path = socket_path(folder)
+        self._server: _UnixServer | None = None
+        self._thread: threading.Thread | None = None
+        self._inode: int | None = None
+        #: Requests being answered, and whether the owner is closing (``stop``).
+        self.busy = 0
+        self.closing = False
+        self._quiet = threading.Condition()
+
+    def start(self) -> None:
+        """Listen on the socket (a file left there by an owner that died is replaced).
+
+        Raises:
+            OSError: the socket cannot be made.
+        """
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        staging = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}")
+        with contextlib.suppress(FileNotFoundError):
+            staging.unlink()
+        handler = _handler_for(self)
+        server = _UnixServer(str(staging), handler, bind_and_activate=False)
+        try:
+            # Mode 0600 before the socket takes its name: no other user can ever connect.
+            server.server_bind()
+            os.chmod(staging, 0o600)
+            server.server_activate()
+            os.replace(staging, self.path)
+        except BaseException:
+            server.server_close()
+            with contextlib.suppress(FileNotFoundError):
+                staging.unlink()
+            raise
+        self._inode = os.stat(self.path).st_ino
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name=f"rdfmem-owner:{self.path.name}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def stop(self, wait_s: float = 10.0) -> None:
+        """Stop answering and remove the socket (only when it is still this server's).
+
+        Requests under way are finished first (for at most ``wait_s``); any later request,
+        on a connection kept alive, is answered 503 ``closing`` without being run, so its
+        client attaches to the next owner and sends it there.
+        """
+        server, self._server = self._server, None
+        if server is None:
+            return
+        with self._quiet:
+            self.closing = True
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == self._inode:
+                self.path.unlink()
+        server.shutdown()
+        server.server_close()
+        with self._quiet:
+            self._quiet.wait_for(lambda: self.busy == 0, timeout=wait_s)
+
+    def enter(self) -> bool:
+        """Count a request in; False when the owner is closing."""
+        with self._quiet:
+            if self.closing:
+                return False
+            self.busy += 1
+            return True
+
+    def leave(self) -> None:
+        with self._quiet:
+            self.busy -= 1
+            self._quiet.notify_all()
+
+
+def _handler_for(owner: OwnerServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        store = owner.backend
+        serving = owner
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = SERVER_HEADER
+    sys_version = ""
+    store: Backend
+    serving: OwnerServer
+
+    def address_string(self) -> str:  # a Unix socket has no peer address
+        return "local"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        params = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
+        if "query" not in params:
+            self._answer(200, "text/plain", b"rdfmem owner: POST SPARQL queries and updates\n")
+            return
+        self._run(params, update=False)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        media = (self.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if media == "application/sparql-query":
+            params = {"query": [body.decode("utf-8")]}
+        elif media == "application/sparql-update":
+            params = {"update": [body.decode("utf-8")]}
+        else:
+            params = parse_qs(body.decode("utf-8"), keep_blank_values=True)
+        self._run(params, update="update" in params)
+
+    def _run(self, params: dict[str, list[str]], *, update: bool) -> None:
+        if not self.serving.enter():
+            self._answer(503, "text/plain", CLOSING)
+            self.close_connection = True
+            return
+        try:
+            self._run_counted(params, update=update)
+        finally:
+            self.serving.leave()
+
+    def _run_counted(self, params: dict[str, list[str]], *, update: bool) -> None:
+        try:
+            if update:
+                with self.store.lock:
+                    self.store.update(params["update"][0])
+                self._answer(204, "text/plain", b"")
+                return
+            default = [NamedNode(g) for g in params.get("default-graph-uri", [])]
+            named = [NamedNode(g) for g in params.get("named-graph-uri", [])]
+            result = self.store.query(
+                params["query"][0],
+                default_graph=default or None,
+                named_graphs=named or None,
+            )
+            media, data = _serialised(result)
+        except Exception as exc:  # every failure is the client's answer, never the server's end
+            status = 400 if isinstance(exc, ValueError) else 500
+            self._answer(status, "text/plain; charset=utf-8", str(exc).encode("utf-8"))
+            return
+        self._answer(200, media, data)
+
+    def _answer(self, status: int, media: str, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", media)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if data:
+            self.wfile.write(data)
+
+
+def _serialised(result: Any) -> tuple[str, bytes]:
+    if isinstance(result, QuerySolutions):
+        return "application/sparql-results+json", result.serialize(
+            format=QueryResultsFormat.JSON
+        ) or b""
+    if isinstance(result, (QueryBoolean, bool)):
+        return "application/sparql-results+json", json.dumps(
+            {"head": {}, "boolean": bool(result)}
+        ).encode()
+    if isinstance(result, QueryTriples):
+        return "application/n-triples", result.serialize(format=RdfFormat.N_TRIPLES) or b""
+    lines = "".join(f"{t} .\n" for t in result)  # a list of triples
+    return "application/n-triples", lines.encode("utf-8")
+
+
+def reachable(path: Path, timeout_s: float = 1.0) -> bool:
+    """True when something accepts connections on the Unix socket ``path``."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(timeout_s)
+    try:
+        probe.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
