@@ -27,6 +27,7 @@ The tree::
     ├── MemoryNotFound               (also KeyError)
     ├── MemoryScopeError             (also ValueError) a scope that is not available (no project…)
     ├── CheckpointError              (also ValueError) malformed, or stores missing (.missing)
+    ├── HistoryUnavailable           history asked of a store that keeps none (history=False)
     │   raised by the surfaces:
     ├── ServerConfigError            (also ValueError) rdfmem serve options that do not fit
     ├── HttpError                    a request the endpoint refuses (.status, .message)
@@ -57,6 +58,7 @@ __all__ = [
     "ToolInputError",
     "BackingError",
     "CheckpointError",
+    "HistoryUnavailable",
     "DecisionGraphError",
     "FormatError",
     "GeneralisationNotFound",
@@ -279,6 +281,12 @@ class MemoryNotFound(RdfMemError, KeyError):
 
 class MemoryScopeError(RdfMemError, ValueError):
     """A memory scope that is unknown or not available (project scope with no project …)."""
+
+
+class HistoryUnavailable(RdfMemError):
+    """A read of the past (``history``, ``as_of``) on a store that keeps no history: open
+    it with ``history=True`` (``RdfStore(history=True)``, ``RdfStore.open(path,
+    history=True)``, ``RdfStore.connect(..., history=True)``)."""
 
 
 class CheckpointError(RdfMemError, ValueError):
