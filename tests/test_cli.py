@@ -113,11 +113,23 @@ def test_query_errors_exit_non_zero(store_path: str, tmp_path: Path) -> None:
     assert code == 2
 
 
-def test_a_store_held_by_another_process_is_explained(store_path: str) -> None:
-    with RdfStore.open(store_path):
+def test_a_store_open_in_another_store_is_read_through_it(store_path: str) -> None:
+    with RdfStore.open(store_path) as holder:
+        holder.assert_("urn:ex:held", "urn:ex:p", "yes")
+        code, output = run("query", store_path, "ASK { <urn:ex:held> ?p 'yes' }")
+        assert (code, output.strip()) == (0, "true")  # attached to the holder
+
+
+def test_a_store_held_by_a_program_that_does_not_serve_it_is_explained(store_path: str) -> None:
+    from rdfmem.backends.oxigraph import OxigraphBackend
+
+    holder = OxigraphBackend(store_path, serve=False)
+    try:
         code, output = run("query", store_path, "ASK {}")
+    finally:
+        holder.close()
     assert code == 1
-    assert "open in another process" in output and "rdfmem query http" in output
+    assert "does not serve it" in output and "another program" in output
 
 
 def test_update_then_query(store_path: str) -> None:

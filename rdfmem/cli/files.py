@@ -10,15 +10,26 @@ from pathlib import Path
 from typing import Any
 
 import click
-from pyoxigraph import DefaultGraph, Literal, NamedNode, Quad, RdfFormat, parse, serialize
+from pyoxigraph import (
+    DefaultGraph,
+    Literal,
+    NamedNode,
+    Quad,
+    RdfFormat,
+    Triple,
+    parse,
+    serialize,
+)
 
 from rdfmem.cli.group import cli, graph_option, store_argument
 from rdfmem.cli.render import format_table, short
 from rdfmem.cli.stores import store_session
-from rdfmem.core.errors import FormatError
+from rdfmem.core.errors import FormatError, RdfMemError
 from rdfmem.core.formats import check_rdf, rdf_format
 from rdfmem.core.ontology import PREFIXES, ontology_path
 from rdfmem.core.results import SelectResult
+from rdfmem.domain.embeddings import FLOAT32_VECTOR
+from rdfmem.domain.reembed import embed_missing
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["export", "load", "stats", "validate"]
@@ -27,24 +38,50 @@ _PROGRESS_BYTES = 4 << 20
 _PROGRESS_TRIPLES = 200_000
 
 
+#: The formats ``export`` draws a graph in rather than writing its triples.
+DRAWINGS = ("mermaid", "dot")
+
+
 @cli.command()
 @store_argument
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File.")
-@click.option("--format", "fmt", help="turtle, trig, ntriples, nquads, jsonld, rdfxml …")
+@click.option(
+    "--format",
+    "fmt",
+    help="turtle, trig, ntriples, nquads, jsonld, rdfxml …; or mermaid, dot (a drawing of --graph)",
+)
 @graph_option
-def export(store: str, output: Path | None, fmt: str | None, graph: str | None) -> None:
+@click.option(
+    "--with-vectors",
+    is_flag=True,
+    help="Keep the embedding vectors (left out by default: rdfmem load makes them again).",
+)
+def export(
+    store: str, output: Path | None, fmt: str | None, graph: str | None, with_vectors: bool
+) -> None:
     """Write STORE as RDF: every graph in a dataset format (TriG, N-Quads, JSON-LD; TriG by
-    default), one graph in a triple format (Turtle, N-Triples, RDF/XML).
+    default), one graph in a triple format (Turtle, N-Triples, RDF/XML); or draw one graph
+    as a Mermaid flowchart or Graphviz DOT (the decision graph with its edge types and
+    statuses, the knowledge graph, a memory scope …, as /graph of rdfmem serve draws it).
+
+    Embedding vectors (rm:float32Vector literals) are left out unless --with-vectors:
+    they are most of a memory's bytes and nothing a person reads.
 
     \b
     Examples:
       rdfmem export agent.db -o memory.trig
       rdfmem export agent.db --format turtle --graph urn:rdfmem:graph:store
+      rdfmem export agent.db --format mermaid --graph urn:rdfmem:graph:decisions
     """
+    suffix = output.suffix[1:] if output is not None else ""
+    drawing = fmt if fmt in DRAWINGS else suffix if fmt is None and suffix in DRAWINGS else None
+    if drawing is not None:
+        _draw(store, output, drawing, graph)
+        return
     try:
         chosen = rdf_format(fmt or (output.name if output and output.suffix else "trig"))
     except FormatError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(f"{exc}, or mermaid or dot to draw a graph") from exc
     if graph is not None and chosen.supports_datasets:
         chosen = RdfFormat.TURTLE if fmt is None else chosen
     with store_session(store) as opened:
@@ -59,21 +96,69 @@ def export(store: str, output: Path | None, fmt: str | None, graph: str | None) 
                     ".trig / .nq file) to write every graph, or --graph IRI to write one"
                 )
         if output is None:
-            data = _export_bytes(opened, chosen, graph)
+            data, _ = _export_bytes(opened, chosen, graph, with_vectors)
             sys.stdout.flush()
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
             return
-        count = _export_file(opened, chosen, graph, output)
+        count = _export_file(opened, chosen, graph, output, with_vectors)
     click.echo(f"Wrote {count} triples to {output}", err=True)
 
 
-def _export_bytes(store: RdfStore, fmt: RdfFormat, graph: str | None) -> bytes:
-    if graph is None:
-        return store.export(fmt).encode("utf-8")
-    if fmt.supports_datasets:
-        return bytes(serialize(_graph_quads(store, graph), None, fmt) or b"")
-    return store.export(fmt, graph=graph).encode("utf-8")
+def _draw(store: str, output: Path | None, kind: str, graph: str | None) -> None:
+    from rdfmem.server.drawing import dot, mermaid
+    from rdfmem.server.picture import MAX_NODES, read_picture
+
+    with store_session(store) as opened:
+        if graph is None:
+            names = ", ".join(name for name, _ in _counts(opened) if name is not None)
+            raise click.ClickException(
+                f"--format {kind} draws one graph: give --graph IRI (this store's graphs: "
+                f"{names or 'none'})"
+            )
+        try:
+            picture = read_picture(opened, graph)
+        except RdfMemError as exc:
+            raise click.ClickException(str(exc)) from exc
+    text = mermaid(picture) if kind == "mermaid" else dot(picture)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(
+            f"Drew {len(picture.nodes)} nodes and {len(picture.edges)} edges to {output}", err=True
+        )
+    if picture.truncated:
+        click.echo(f"Only the first {MAX_NODES} nodes were drawn.", err=True)
+
+
+def _is_vector(quad: Quad) -> bool:
+    obj = quad.object
+    return isinstance(obj, Literal) and obj.datatype == FLOAT32_VECTOR
+
+
+def _export_bytes(
+    store: RdfStore, fmt: RdfFormat, graph: str | None, vectors: bool = True
+) -> tuple[bytes, int | None]:
+    """The export, and how many triples it holds when they were counted (without vectors)."""
+    if vectors:
+        if graph is None:
+            return store.export(fmt).encode("utf-8"), None
+        if fmt.supports_datasets:
+            return bytes(serialize(_graph_quads(store, graph), None, fmt) or b""), None
+        return store.export(fmt, graph=graph).encode("utf-8"), None
+    if graph is not None:
+        quads = _graph_quads(store, graph)
+    elif fmt.supports_datasets:
+        quads = list(store.triples(None))
+    else:
+        quads = list(store.triples(DefaultGraph()))
+    kept = [q for q in quads if not _is_vector(q)]
+    items: list[Quad] | list[Triple] = kept
+    if not fmt.supports_datasets:
+        items = [Triple(q.subject, q.predicate, q.object) for q in kept]
+    data = serialize(items, None, fmt, prefixes=dict(store.prefixes))
+    return bytes(data or b""), len(kept)
 
 
 def _graph_quads(store: RdfStore, graph: str) -> list[Quad]:
@@ -90,7 +175,9 @@ def _counts(store: RdfStore) -> list[tuple[str | None, int]]:
     return [(r["g"].value if "g" in r else None, int(r["n"].value)) for r in rows]
 
 
-def _export_file(store: RdfStore, fmt: RdfFormat, graph: str | None, output: Path) -> int:
+def _export_file(
+    store: RdfStore, fmt: RdfFormat, graph: str | None, output: Path, vectors: bool = True
+) -> int:
     """Graph by graph, with a progress bar, when the format can be written in pieces."""
     counts = _counts(store)
     if graph is not None:
@@ -101,17 +188,22 @@ def _export_file(store: RdfStore, fmt: RdfFormat, graph: str | None, output: Pat
         total = dict(counts).get(None, 0)
     piecewise = fmt in (RdfFormat.TRIG, RdfFormat.N_QUADS) and graph is None
     if not piecewise or total < _PROGRESS_TRIPLES:
-        output.write_bytes(_export_bytes(store, fmt, graph))
-        return total
+        data, written = _export_bytes(store, fmt, graph, vectors)
+        output.write_bytes(data)
+        return total if written is None else written
+    written = 0
     with output.open("wb") as out, click.progressbar(length=total, label="Exporting") as bar:
         for name, n in counts:
             if name is None:
                 quads = list(store.triples(DefaultGraph()))
             else:
                 quads = _graph_quads(store, name)
+            if not vectors:
+                quads = [q for q in quads if not _is_vector(q)]
             serialize(quads, out, fmt, prefixes=dict(store.prefixes))
+            written += len(quads)
             bar.update(n)
-    return total
+    return written
 
 
 class _Progress(io.RawIOBase):
@@ -164,6 +256,11 @@ def _check_with_progress(path: Path, fmt: RdfFormat, base: str | None) -> int:
     default=None,
     help=f"Show a progress bar (default: for files over {_PROGRESS_BYTES >> 20} MiB).",
 )
+@click.option(
+    "--embed/--no-embed",
+    default=True,
+    help="Make vectors for memories and generalisations loaded without any (default: on).",
+)
 def load(
     store: str,
     files: tuple[Path, ...],
@@ -171,9 +268,11 @@ def load(
     graph: str | None,
     base: str | None,
     progress: bool | None,
+    embed: bool,
 ) -> None:
     """Load RDF FILES into STORE (triples into --graph, or the default graph). A file that
-    does not parse is not loaded at all.
+    does not parse is not loaded at all. Memories and generalisations that come without
+    vectors (rdfmem export leaves them out) get them made again by the default embedder.
 
     \b
     Example:
@@ -191,8 +290,11 @@ def load(
             n = opened.load(path=path, format=chosen, graph=graph, base_iri=base)
             click.echo(f"{path}: {n} triples", err=True)
             total += n
+        made = embed_missing(opened) if embed else 0
     if len(files) > 1:
         click.echo(f"Loaded {total} triples from {len(files)} files", err=True)
+    if made:
+        click.echo(f"Made vectors for {made} memories and generalisations without one", err=True)
 
 
 @cli.command()

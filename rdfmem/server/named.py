@@ -59,7 +59,7 @@ _TYPE_WORDS = {
     "boolean": "boolean",
     "bool": "boolean",
 }
-_LIMIT = re.compile(r"\bLIMIT\s+\d+(?P<tail>\s*(?:OFFSET\s+\d+\s*)?)\Z", re.I)
+_LIMIT = re.compile(r"\bLIMIT\s+(?P<count>\d+)(?P<tail>\s*(?:OFFSET\s+\d+\s*)?)\Z", re.I)
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
@@ -153,6 +153,20 @@ class NamedQuery:
             params.append(Param(pname, datatype, value, bool(_OPTIONAL.search(rest)), rest))
         return cls(name, text, tuple(params))
 
+    @property
+    def limit(self) -> int | None:
+        """The count of the query's final ``LIMIT`` clause, which ``prepare`` lets a
+        ``limit`` value replace; None when the query ends without one (or declares its own
+        ``limit`` parameter).
+
+        >>> NamedQuery.parse("recent", "SELECT * { ?s ?p ?o }\\nLIMIT 10\\n").limit
+        10
+        """
+        if any(p.name == "limit" for p in self.params):
+            return None
+        found = _LIMIT.search(self.text.rstrip())
+        return None if found is None else int(found.group("count"))
+
     def prepare(self, given: Mapping[str, str]) -> tuple[str, dict[str, NamedNode | Literal]]:
         """The text to run and its bindings. Besides the declared parameters, ``limit`` (a
         non-negative integer) sets or replaces the query's final ``LIMIT`` clause: SPARQL
@@ -167,6 +181,8 @@ class NamedQuery:
         """
         text = self.text
         rest = dict(given)
+        if rest.get("limit") == "" and self.limit is not None:
+            del rest["limit"]  # an empty form field: the query's own LIMIT
         if "limit" in rest and all(p.name != "limit" for p in self.params):
             raw = rest.pop("limit")
             if not raw.isdigit():
@@ -181,7 +197,12 @@ class NamedQuery:
         return text, self.bindings(rest)
 
     def bindings(self, given: Mapping[str, str]) -> dict[str, NamedNode | Literal]:
-        """Terms for ``given`` parameter values, with defaults filled in.
+        """Terms for ``given`` parameter values, with defaults filled in. An empty value of
+        an optional parameter (what an HTML form sends for a field left empty) is not given.
+
+        >>> q = NamedQuery.parse("x", "# param: graph IRI, optional\\nSELECT * {}")
+        >>> q.bindings({"graph": ""})
+        {}
 
         Raises:
             QueryError: an unknown or missing parameter, or a value of the wrong type.
@@ -196,8 +217,11 @@ class NamedQuery:
             )
         out: dict[str, NamedNode | Literal] = {}
         for param in self.params:
-            if param.name in given:
-                out[param.name] = param.term(given[param.name])
+            value = given.get(param.name)
+            if value == "" and not param.required:
+                value = None  # an empty field of an HTML form: not given
+            if value is not None:
+                out[param.name] = param.term(value)
             elif param.default is not None:
                 out[param.name] = param.term(param.default)
             elif param.required:
