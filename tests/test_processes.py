@@ -226,3 +226,36 @@ def test_two_mcp_stdio_servers_share_one_memory(tmp_path: Path) -> None:
                 assert len(graph["entities"][0]["observations"]) == 80
 
     anyio.run(main)
+
+
+def test_an_attached_store_keeps_working_while_its_owner_closes(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "store"
+    owner = RdfStore.open(path)
+    attached = RdfStore.open(path)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                attached.update("n", lambda v: (v or 0) + 1)
+        except BaseException as exc:  # the test reports it
+            errors.append(exc)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    time.sleep(0.3)
+    owner.close()  # the socket goes first, the files a moment later
+    time.sleep(0.5)
+    stop.set()
+    worker.join(timeout=60)
+    assert errors == []
+    from rdfmem.backends.attached import AttachedBackend
+
+    assert isinstance(attached.backend, AttachedBackend) and attached.backend.owner
+    count = attached.get("n")
+    attached.close()
+    with RdfStore.open(path) as again:
+        assert again.get("n") == count > 0

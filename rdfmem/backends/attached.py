@@ -82,27 +82,35 @@ class AttachedBackend(SparqlBackend):
         Raises:
             StoreAlreadyOpen: the holder does not serve within ``wait_s``.
         """
-        with self._takeover:
-            if reachable(self.socket):
-                return
-            from rdfmem.backends.oxigraph import OxigraphBackend  # only on takeover
+        from rdfmem.backends.oxigraph import OxigraphBackend  # only on takeover
 
-            try:
-                self._owned = OxigraphBackend(self.path)
-            except StoreAlreadyOpen:
-                self._await_owner()
+        with self._takeover:
+            # The owner that left may hold the files a moment longer than its socket: try
+            # both, in turn, until one answers.
+            deadline = time.monotonic() + self.wait_s
+            while not reachable(self.socket):
+                try:
+                    self._owned = OxigraphBackend(self.path)
+                    return
+                except StoreAlreadyOpen:
+                    if time.monotonic() >= deadline:
+                        raise self._not_served() from None
+                time.sleep(0.02)
 
     def _await_owner(self) -> None:
         deadline = time.monotonic() + self.wait_s
         while not reachable(self.socket):
             if time.monotonic() >= deadline:
-                raise StoreAlreadyOpen(
-                    f"the store at {self.path} is held by a process that does not serve it at "
-                    f"{self.socket} (another program, another user, or an rdfmem without "
-                    "sharing); close that process, or open the store there",
-                    cause=None,
-                )
+                raise self._not_served()
             time.sleep(0.02)
+
+    def _not_served(self) -> StoreAlreadyOpen:
+        return StoreAlreadyOpen(
+            f"the store at {self.path} is held by a process that does not serve it at "
+            f"{self.socket} (another program, another user, or an rdfmem without "
+            "sharing); close that process, or open the store there",
+            cause=None,
+        )
 
     def close(self) -> None:
         if self.closed:
