@@ -1,0 +1,71 @@
+"""One process of ``bench_processes.py``: an rdfmem user driven over stdin, line by line.
+
+Commands (one a line; each answered by one JSON line on stdout, ``{"ok": false, "error":
+"Type: message"}`` when it raised):
+
+* ``open PATH``: ``RdfStore.open(PATH)``; answers the seconds it took;
+* ``updates N``: ``N`` x ``store.update("counter", +1)``; answers each call's seconds;
+* ``turn I``: one agent turn (``workload.rdfmem_turn``) with ids from ``I``; its seconds;
+* ``get KEY``: the value under ``KEY``;
+* ``close``: closes the store. End of input closes it too and exits.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from workload import rdfmem_turn
+
+from rdfmem import RdfStore
+
+
+def main() -> None:
+    store: RdfStore | None = None
+    turn: Callable[[int], None] | None = None
+    for line in sys.stdin:
+        command, _, argument = line.strip().partition(" ")
+        reply: dict[str, Any] = {"ok": True}
+        seconds: list[float] = []  # the calls done, also when one raised
+        try:
+            if command == "open":
+                t0 = time.perf_counter()
+                store = RdfStore.open(argument)
+                reply["seconds"] = time.perf_counter() - t0
+                turn = rdfmem_turn(store, random.Random(argument))
+            elif command == "updates":
+                assert store is not None, "open first"
+                for _ in range(int(argument)):
+                    t0 = time.perf_counter()
+                    store.update("counter", lambda c: (c or 0) + 1)
+                    seconds.append(time.perf_counter() - t0)
+                reply["seconds"] = seconds
+            elif command == "turn":
+                assert turn is not None, "open first"
+                t0 = time.perf_counter()
+                turn(int(argument))
+                reply["seconds"] = time.perf_counter() - t0
+            elif command == "get":
+                assert store is not None, "open first"
+                reply["value"] = store.get(argument)
+            elif command == "close":
+                if store is not None:
+                    store.close()
+                store = turn = None
+            else:
+                raise ValueError(f"unknown command {command!r}")
+        except Exception as exc:  # the parent reports it: that is the measurement
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "seconds": seconds}
+        print(json.dumps(reply), flush=True)
+    if store is not None:
+        store.close()
+
+
+if __name__ == "__main__":
+    main()
