@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from pyoxigraph import (
     parse,
 )
 
+from rdfmem.backends import indexfile
 from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
 from rdfmem.backends.filelocks import SubjectFileLocks
 from rdfmem.backends.owner import OwnerServer
@@ -63,9 +64,15 @@ class OxigraphBackend(Backend):
         self.persistent = path is not None
         self._locks: SubjectFileLocks | None = None
         self._owner: OwnerServer | None = None
+        #: The indexes saved by the last owner, taken from the folder at open (the store's
+        #: index hub loads them; ``rdfmem.backends.indexfile``) …
+        self.saved_indexes: dict[str, Any] | None = None
+        #: … and what gives this session's indexes back at ``close`` (set by the hub).
+        self.keep_indexes: Callable[[], dict[str, Any] | None] | None = None
         if store is not None:
             self.store = store
             return
+        files = indexfile.fingerprint(self.path) if self.path is not None else ""
         try:
             if self.path is not None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,6 +86,8 @@ class OxigraphBackend(Backend):
                 ) from exc
             raise BackingError(f"cannot open the store at {self.path}: {exc}", cause=exc) from exc
         if self.path is not None:
+            # Taken before anything can write: a file left after this would be stale.
+            self.saved_indexes = indexfile.unpack(indexfile.take(self.path), files)
             self._locks = SubjectFileLocks.of(self.path)
             if serve:
                 owner = OwnerServer(self, self.path)
@@ -226,14 +235,22 @@ class OxigraphBackend(Backend):
         if self._owner is not None:
             self._owner.stop()
             self._owner = None
+        kept = None
+        with self.lock:
+            if self.keep_indexes is not None and self.path is not None:
+                with contextlib.suppress(Exception):  # never a reason not to close
+                    kept = self.keep_indexes()
+            if self.persistent:
+                with contextlib.suppress(OSError):
+                    self.store.flush()
+            # pyoxigraph releases the RocksDB lock when the Store is collected.
+            self.__dict__.pop("store", None)
         if self._locks is not None:
             self._locks.close()
             self._locks = None
-        if self.persistent:
+        if kept and self.path is not None:
             with contextlib.suppress(OSError):
-                self.store.flush()
-        # pyoxigraph releases the RocksDB lock when the Store is collected.
-        self.__dict__.pop("store", None)
+                indexfile.keep(self.path, kept)
 
     def __getattr__(self, name: str) -> object:
         if name == "store":
