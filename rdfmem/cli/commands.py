@@ -117,9 +117,11 @@ def serve(
         token = secrets.token_urlsafe(24)
         click.echo(f"Updates need: Authorization: Bearer {token}", err=True)
     with store_session(store, create=True) as opened:
-        click.echo(f"Serving {store} at http://{host}:{port}/sparql (Ctrl-C stops)", err=True)
         run(
             opened,
+            announce=lambda url: click.echo(
+                f"Serving {store} at {url}/sparql (Ctrl-C stops)", err=True
+            ),
             host=host,
             port=port,
             access_log=access_log,

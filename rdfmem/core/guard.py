@@ -20,6 +20,9 @@ first plain run after the colon is a name. Text the tokenizer cannot place (an u
 string) is searched too, so a doubt refuses rather than lets through. Every character is
 looked at a bounded number of times: the time taken grows linearly with the text.
 
+``query_form`` judges, by pyoxigraph's parser, that a text sent as a query is one (not an
+update) before a read path hands it to an engine: Virtuoso runs updates sent as ``query=``.
+
 >>> find_forbidden("SELECT * WHERE { ?s <http://x/service> 'LOAD' } # SERVICE")
 >>> find_forbidden("select * { sErViCe <http://evil/> { ?s ?p ?o } }")
 Forbidden(keyword='SERVICE', line=1, column=12)
@@ -36,17 +39,27 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from pyoxigraph import QueryBoolean, QuerySolutions, Store
+
+from rdfmem.core.errors import QueryError
+
 __all__ = [
     "FORBIDDEN_KEYWORDS",
+    "UPDATE_KEYWORDS",
     "Forbidden",
     "Token",
     "code_tokens",
     "expand_escapes",
     "find_forbidden",
+    "query_form",
 ]
 
 #: Keywords that make a SPARQL engine reach out to the network.
 FORBIDDEN_KEYWORDS = ("SERVICE", "LOAD")
+#: The words that start a SPARQL 1.1 update operation (and Virtuoso's older ``MODIFY``).
+UPDATE_KEYWORDS = (
+    "INSERT", "DELETE", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "LOAD", "WITH", "MODIFY"
+)  # fmt: skip
 
 # Every pattern below is one character class repeated, or a fixed-length escape: matched at a
 # given position it consumes what it matches and never backtracks into it.
@@ -60,7 +73,6 @@ _VARNAME = re.compile(r"[\w\u00B7\u0300-\u036F\u203F\u2040]+")
 _IRI_BODY = re.compile(r"""(?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*+""")
 _SHORT_BODY = {q: re.compile(rf"[^{q}\\\n\r]*") for q in "'\""}
 _LONG_BODY = {q: re.compile(rf"[^{q}\\]*") for q in "'\""}
-_KEYWORD = re.compile("|".join(FORBIDDEN_KEYWORDS), re.IGNORECASE)
 
 
 class Forbidden(NamedTuple):
@@ -97,12 +109,12 @@ def expand_escapes(sparql: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(parts), spots
 
 
-def _keyword(text: str) -> tuple[str, int] | None:
-    """The forbidden keyword in a run of code text, and where in it."""
+def _keyword(text: str, keywords: tuple[str, ...] = FORBIDDEN_KEYWORDS) -> tuple[str, int] | None:
+    """The first of ``keywords`` in a run of code text, and where in it."""
     upper = text.upper()  # U+017F upper-cases to "S": parsers that compare upper-cased text
-    for keyword in FORBIDDEN_KEYWORDS:
+    for keyword in keywords:
         if keyword in upper:
-            found = _KEYWORD.search(text)
+            found = re.search(keyword, text, re.IGNORECASE)
             return keyword, found.start() if found is not None else 0
     return None
 
@@ -162,8 +174,8 @@ def code_tokens(text: str) -> Iterator[Token]:
                 pos = name.end()
 
 
-def _scan(text: str) -> tuple[str, int] | None:
-    """The first forbidden keyword in code positions of ``text`` and its offset: one pass."""
+def _scan(text: str, keywords: tuple[str, ...] = FORBIDDEN_KEYWORDS) -> tuple[str, int] | None:
+    """The first of ``keywords`` in code positions of ``text`` and its offset: one pass."""
     for token in code_tokens(text):
         if token.kind == "punct":
             continue
@@ -175,7 +187,7 @@ def _scan(text: str) -> tuple[str, int] | None:
             run = _PLAIN.match(word, colon + 1)
             exempt = run.end() if run is not None else colon + 1
             word = word[: colon + 1] + " " * (exempt - colon - 1) + word[exempt:]
-        hit = _keyword(word)
+        hit = _keyword(word, keywords)
         if hit is not None:
             return hit[0], token.start + hit[1]
     return None
@@ -254,3 +266,96 @@ def find_forbidden(sparql: str) -> Forbidden | None:
 
 def _escape_len(sparql: str, raw: int) -> int:
     return 6 if sparql[raw + 1] == "u" else 10
+
+
+# -- queries only: what a read path lets through --------------------------------------------
+
+_PROLOGUE = ("BASE", "PREFIX")
+#: The base a query's relative IRIs are read against while it is judged (the engine that
+#: runs it resolves them against its own: the service URL, or the query's ``BASE``).
+_BASE = "http://rdfmem.invalid/"
+#: Query forms, as ``query_form`` names them.
+_FORMS = {QuerySolutions: "SELECT", QueryBoolean: "ASK"}
+
+
+def _parsed_form(text: str) -> str:
+    """The form of the query pyoxigraph parses from ``text``, without evaluating it.
+
+    pyoxigraph's results are lazy but for ASK, which it answers at once: an ASK is parsed as
+    the SELECT it would be (``ASK`` replaced), so no text makes this check do work.
+
+    Raises:
+        SyntaxError: ``text`` is not a SPARQL query (an update, or nothing that parses).
+    """
+    ask = _ask_at(text)
+    if ask is not None:
+        for projection in ("SELECT *", "SELECT (1 AS ?_rdfmem_ask)"):
+            try:
+                Store().query(text[:ask] + projection + text[ask + 3 :], base_iri=_BASE)
+            except SyntaxError:
+                continue
+            return "ASK"
+        raise SyntaxError("an ASK query that does not parse")
+    result = Store().query(text, base_iri=_BASE)
+    return _FORMS.get(type(result), "CONSTRUCT")
+
+
+def _ask_at(text: str) -> int | None:
+    """Where the query form keyword starts when it is ``ASK`` (past the prologue)."""
+    words = [t for t in code_tokens(text) if t.kind != "punct"]
+    for token in words:
+        word = text[token.start : token.end]
+        if word.upper() in _PROLOGUE or word.endswith(":"):
+            continue  # BASE, PREFIX and a prefix's name; their IRIs are skipped by the tokens
+        return token.start if word.upper() == "ASK" else None
+    return None
+
+
+def query_form(sparql: str) -> str:
+    """``"SELECT"``, ``"ASK"`` or ``"CONSTRUCT"`` (CONSTRUCT and DESCRIBE): the form of the
+    SPARQL query ``sparql``, judged by pyoxigraph's parser before anything is sent or run, so
+    a read path never hands an update to an engine that would run it (Virtuoso runs updates
+    sent as ``query=``). Nothing is evaluated: the check costs a parse.
+
+    The text must parse as a query as written; when it holds ``\\u`` escapes, the text with
+    them expanded (what an engine that expands them first parses) must parse as a query too,
+    or hold no update keyword (``UPDATE_KEYWORDS``, any spelling ``find_forbidden`` knows) in
+    its code. A doubt refuses: text pyoxigraph cannot read as a query is never sent.
+
+    >>> query_form("ASK { ?s ?p ?o }"), query_form("DESCRIBE <urn:a>")
+    ('ASK', 'CONSTRUCT')
+    >>> query_form("CLEAR GRAPH <urn:a>")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    rdfmem.core.errors.QueryError: only a query (SELECT, ASK, CONSTRUCT, DESCRIBE) is read ...
+
+    Raises:
+        QueryError: an update, or text that does not parse as a query; the message says
+            which and where.
+    """
+    try:
+        form = _parsed_form(sparql)
+    except SyntaxError as exc:
+        raise _refused(sparql, str(exc)) from None
+    if "\\U" not in sparql.upper():
+        return form
+    expanded, _ = expand_escapes(sparql)
+    try:
+        _parsed_form(expanded)
+    except SyntaxError as exc:
+        hit = _scan(expanded, UPDATE_KEYWORDS)
+        if hit is not None:
+            raise QueryError(
+                f"{hit[0]} is an update once the \\u escapes are expanded; only a query "
+                f"(SELECT, ASK, CONSTRUCT, DESCRIBE) is read here ({exc})"
+            ) from None
+    return form
+
+
+def _refused(sparql: str, reason: str) -> QueryError:
+    hit = _scan(sparql, UPDATE_KEYWORDS) or _scan(expand_escapes(sparql)[0], UPDATE_KEYWORDS)
+    if hit is None:
+        return QueryError(f"this is not a SPARQL query: syntax {reason}")
+    return QueryError(
+        f"only a query (SELECT, ASK, CONSTRUCT, DESCRIBE) is read here, and this is an update "
+        f"({hit[0]}): send it as an update (rdfmem serve: POST update=, with the token)"
+    )

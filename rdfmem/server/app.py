@@ -52,6 +52,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rdfmem.core.errors import HttpError
 from rdfmem.server.endpoint import Endpoint, error_response
 from rdfmem.server.gate import Gate
+from rdfmem.server.graphview import page_routes
 from rdfmem.server.settings import ServerConfigError, ServerSettings, checked
 from rdfmem.store.rdfstore import RdfStore
 
@@ -75,6 +76,8 @@ def create_app(
     allowed_hosts: tuple[str, ...] | list[str] = (),
     isolate: bool = True,
     body_timeout: float = 30.0,
+    sandbox: str = "pool",
+    memory_cap: int = 1 << 30,
 ) -> Gate:
     """An ASGI app serving ``store`` over the SPARQL 1.1 Protocol (see the module docstring).
 
@@ -94,6 +97,10 @@ def create_app(
             rdflib) in a child process killed at the time limit (on by default; off only
             to measure what it costs).
         body_timeout: seconds a client may take to send its request body (408 beyond).
+        sandbox: ``"pool"`` (isolated reads in child processes kept from one read to the
+            next until a write) or ``"fork"`` (a child per read, to compare).
+        memory_cap: bytes one isolated read may allocate (its child's ``RLIMIT_AS``);
+            a read past it is answered 500.
 
     >>> from starlette.testclient import TestClient
     >>> from rdfmem import RdfStore
@@ -124,11 +131,13 @@ def create_app(
             allowed_hosts=tuple(h.lower() for h in allowed_hosts),
             isolate=isolate,
             body_timeout=body_timeout,
+            sandbox=sandbox,
+            memory_cap=memory_cap,
         )
     )
     endpoint = Endpoint(store, settings)
     routes: list[tuple[str, _Handler, list[str]]] = [
-        ("/", endpoint.page, ["GET"]),
+        *page_routes(endpoint),
         ("/sparql", endpoint.sparql, ["GET", "POST"]),
         ("/store", endpoint.graph_store, ["GET"]),
         ("/queries", endpoint.named_queries, ["GET"]),

@@ -5,8 +5,7 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable
+from typing import Any
 
 from pyoxigraph import RdfFormat, serialize
 from starlette.requests import Request
@@ -150,48 +149,44 @@ class Endpoint:
         acceptable_at_all(accept, fmt)
         defaults = iris(given, "default-graph-uri")
         named = iris(given, "named-graph-uri")
-        store, cap, base = self.store, self.settings.max_result_bytes, _base(request)
-
-        def job(limit: int) -> Callable[[threading.Event], Answer]:
-            return lambda cancel: query_answer(
-                store,
-                query,
-                accept=accept,
-                format_name=fmt,
-                default_graph=defaults or None,
-                named_graphs=named or None,
-                base_iri=base,
-                limit=limit,
-                cancel=cancel,
-            )
-
+        cap, base = self.settings.max_result_bytes, _base(request)
+        kwargs: dict[str, Any] = {
+            "sparql": query,
+            "accept": accept,
+            "format_name": fmt,
+            "default_graph": defaults or None,
+            "named_graphs": named or None,
+            "base_iri": base,
+        }
         if self.points and is_point_query(query):  # bounded: at most MAX_TEXT characters
             # Every row one index step: answered on a worker thread up to a small result,
             # a bounded amount of work; a bigger result goes to a child process.
             small = min(cap, _POINT_BYTES)
             try:
-                return await self.runner.run(job(small), guard=query, read=False)
+                return await self.runner.run(
+                    query_answer, {**kwargs, "limit": small}, guard=query, read=False, query=True
+                )
             except HttpError as exc:
                 if exc.status != 422 or cap <= small:
                     raise
-        return await self.runner.run(job(cap), guard=query)
+        return await self.runner.run(
+            query_answer, {**kwargs, "limit": cap}, guard=query, query=True
+        )
 
     async def _update(self, request: Request, update: str, given: Pairs) -> Answer:
         check_token(request, allow_update=self.settings.allow_update, token=self.settings.token)
         using = iris(given, "using-graph-uri")
         using_named = iris(given, "using-named-graph-uri")
-        store, base = self.store, _base(request)
         return await self.runner.run(
-            lambda cancel: update_answer(
-                store, with_using(update, using, using_named), cancel, base_iri=base
-            ),
+            update_answer,
+            {"sparql": with_using(update, using, using_named), "base_iri": _base(request)},
             guard=update,
             read=False,
         )
 
     def close(self) -> None:
         """End the worker threads once their jobs are done (the app is stopping)."""
-        self.pool.close()
+        self.runner.close()
 
     def _description(self, request: Request, given: Pairs) -> Answer:
         offer = choose(request.headers.get("accept"), format_name(given), GRAPH_OFFERS)
@@ -214,18 +209,15 @@ class Endpoint:
                 raise HttpError(400, "give either ?default or ?graph=IRI, not both")
             accept = request.headers.get("accept")
             fmt = format_name(given)
-            store, cap = self.store, self.settings.max_result_bytes
-            whole = graph is None and not default
             answer = await self.runner.run(
-                lambda cancel: graph_answer(
-                    store,
-                    graph,
-                    whole=whole,
-                    accept=accept,
-                    format_name=fmt,
-                    limit=cap,
-                    cancel=cancel,
-                )
+                graph_answer,
+                {
+                    "graph": graph,
+                    "whole": graph is None and not default,
+                    "accept": accept,
+                    "format_name": fmt,
+                    "limit": self.settings.max_result_bytes,
+                },
             )
             return _response(answer)
         except HttpError as exc:
@@ -258,18 +250,17 @@ class Endpoint:
                 raise HttpError(400, str(exc)) from exc
             accept = request.headers.get("accept")
             acceptable_at_all(accept, fmt)
-            store, cap = self.store, self.settings.max_result_bytes
             answer = await self.runner.run(
-                lambda cancel: query_answer(
-                    store,
-                    text,
-                    accept=accept,
-                    format_name=fmt,
-                    bindings=bindings,
-                    limit=cap,
-                    cancel=cancel,
-                ),
+                query_answer,
+                {
+                    "sparql": text,
+                    "accept": accept,
+                    "format_name": fmt,
+                    "bindings": bindings,
+                    "limit": self.settings.max_result_bytes,
+                },
                 guard=text,
+                query=True,
             )
             return _response(answer)
         except HttpError as exc:

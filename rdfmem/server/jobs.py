@@ -13,13 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rdfmem.core.errors import HttpError
-from rdfmem.core.guard import find_forbidden
+from rdfmem.core.errors import HttpError, QueryError
+from rdfmem.core.guard import find_forbidden, query_form
 from rdfmem.server.answers import Answer
 from rdfmem.server.isolate import ChildFailed, run_forked
 from rdfmem.server.settings import ServerSettings
 from rdfmem.server.workers import Busy, TimedOut, WorkerPool, drop_locals
 from rdfmem.store.rdfstore import RdfStore
+from rdfmem.store.sandbox import Sandbox
 
 __all__ = ["Runner"]
 
@@ -41,6 +42,20 @@ def _refuse_remote(sparql: str) -> None:
             f"{found.keyword} is not allowed on this endpoint (line {found.line}, column "
             f"{found.column}): it would make the server fetch a remote URL",
         )
+
+
+def _refuse_update(sparql: str) -> None:
+    """Refuse text sent as a query that is not one (an update, or nothing that parses):
+    judged by pyoxigraph's parser before any backend sees it, so a GET never changes data,
+    whatever the backend runs when handed an update as a query.
+
+    Raises:
+        HttpError: 400, saying why.
+    """
+    try:
+        query_form(sparql)
+    except QueryError as exc:
+        raise HttpError(400, str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -84,6 +99,7 @@ class Runner:
     """Runs the jobs of one endpoint: one worker pool, sized for ``store``'s backend."""
 
     def __init__(self, store: RdfStore, settings: ServerSettings) -> None:
+        self.store = store
         self.settings = settings
         caps = store.capabilities
         # rdflib evaluates one query at a time (its backend holds a lock), so one worker;
@@ -95,35 +111,72 @@ class Runner:
         #: Reads evaluated in a killable child process: the backends that use this CPU
         #: (a remote store's queries run on its server, which enforces its own limits).
         self.isolate = settings.isolate and caps.embedded
+        #: The children that answer isolated reads, kept from one read to the next until a
+        #: write makes their snapshot old (``sandbox="fork"``: one child per read).
+        self.sandbox: Sandbox | None = None
+        if self.isolate and settings.sandbox == "pool":
+            self.sandbox = Sandbox(store, size=size, memory_cap=settings.memory_cap)
 
     async def run(
-        self, job: Callable[[Any], Answer], *, guard: str | None = None, read: bool = True
+        self,
+        fn: Callable[..., Answer],
+        kwargs: dict[str, Any] | None = None,
+        *,
+        guard: str | None = None,
+        read: bool = True,
+        query: bool = False,
     ) -> Answer:
-        """``job`` on a worker, after the guard has judged ``guard`` there (off the event
-        loop); a read on a local backend in a child process killed at the time limit.
+        """``fn(store, cancel=…, **kwargs)`` on a worker, after the guard has judged
+        ``guard`` there (off the event loop), and, with ``query``, found it to be a query;
+        a read on a local backend in a child process killed at the time limit: one of the
+        sandbox's kept children (``fn`` is then a module-level function and ``kwargs``
+        plain data: both are pickled). Without ``kwargs``, ``fn`` is a job ``fn(cancel)``
+        (a closure), evaluated in a child forked for it.
 
         Raises:
-            HttpError: the job's refusal, 403 from the guard, 500 the job or its child
-                process failed, 503 time limit passed or every worker busy.
+            HttpError: the job's refusal, 403 from the guard, 400 an update sent as a query,
+                500 the job or its child process failed, 503 time limit passed or every
+                worker busy.
         """
         timeout = self.settings.timeout
         deadline = time.monotonic() + timeout
         isolate = read and self.isolate
         # What a child may send back: the capped result plus room for its envelope.
         room = self.settings.max_result_bytes + (1 << 16)
+        store = self.store
 
         def work(cancel: threading.Event) -> Answer | _Refusal:
             if guard is not None:
                 _refuse_remote(guard)
+                if query:
+                    _refuse_update(guard)
             if not isolate:
-                return job(cancel)
+                if kwargs is None:
+                    return fn(cancel)
+                return fn(store, cancel=cancel, **kwargs)
             try:
-                outcome: Answer | _Refusal = run_forked(
-                    lambda: _contained(job, log=False)(_NEVER),
-                    deadline=deadline,
-                    cancel=cancel,
-                    max_bytes=room,
-                )
+                if kwargs is None:
+                    outcome: Answer | _Refusal = run_forked(
+                        lambda: _contained(fn, log=False)(_NEVER),
+                        deadline=deadline,
+                        cancel=cancel,
+                        max_bytes=room,
+                    )
+                elif self.sandbox is not None:
+                    outcome = self.sandbox.run(
+                        in_child,
+                        {"fn": fn, "kwargs": kwargs},
+                        deadline=deadline,
+                        cancel=cancel,
+                        max_bytes=room,
+                    )
+                else:
+                    outcome = run_forked(
+                        lambda: in_child(store, fn, kwargs),
+                        deadline=deadline,
+                        cancel=cancel,
+                        max_bytes=room,
+                    )
             except ChildFailed as exc:
                 raise HttpError(500, f"the query failed: {exc}") from exc
             return outcome
@@ -137,3 +190,16 @@ class Runner:
         if isinstance(outcome, _Refusal):
             raise HttpError(outcome.status, outcome.message, outcome.headers)
         return outcome
+
+    def close(self) -> None:
+        """End the worker threads once their jobs are done, and the idle children."""
+        self.pool.close()
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+
+def in_child(
+    store: RdfStore, fn: Callable[..., Answer], kwargs: dict[str, Any]
+) -> Answer | _Refusal:
+    """``fn(store, **kwargs)`` in a child process, answering with plain data only."""
+    return _contained(lambda cancel: fn(store, cancel=cancel, **kwargs), log=False)(_NEVER)

@@ -6,11 +6,13 @@ agent's memory while the agent keeps using it.
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -144,7 +146,14 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise BackingError(f"cannot listen on {host}:{port}: {exc}", cause=exc) from exc
+        if exc.errno == errno.EADDRINUSE:
+            message = (
+                f"cannot listen on {host}:{port}: the port is in use by another program; "
+                "stop it or choose another port (--port)"
+            )
+        else:
+            message = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        raise BackingError(message, cause=exc) from exc
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
@@ -165,6 +174,7 @@ def serve(
     allowed_hosts: tuple[str, ...] | list[str] = (),
     max_connections: int = MAX_CONNECTIONS,
     header_timeout: float = HEADER_TIMEOUT,
+    announce: Callable[[str], object] | None = None,
     **options: Any,
 ) -> None:
     """Serve ``store`` until interrupted (Ctrl-C). ``options`` go to ``create_app``.
@@ -172,6 +182,8 @@ def serve(
     ``allowed_hosts`` are host names besides ``localhost`` and IP addresses that the server
     answers to (the bound name is added); ``max_connections`` caps open connections and
     ``header_timeout`` is how long a client may take to send its request headers.
+    ``announce`` is called with the server's URL once the address is listened on, and only
+    then (a busy port raises before anything says "serving").
 
     Raises:
         BackingError: the address cannot be listened on.
@@ -179,6 +191,8 @@ def serve(
     """
     app = create_app(store, allowed_hosts=_names(host, allowed_hosts), **options)
     sock = _bind(host, port)
+    if announce is not None:
+        announce(_url(host, int(sock.getsockname()[1])))
     # This process only serves: hand the GIL between the event loop and the query workers
     # every 0.2 ms rather than 5 ms, or each worker waits for the busy loop (+30% req/s).
     sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))

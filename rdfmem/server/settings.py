@@ -24,6 +24,11 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = ()
     isolate: bool = True
     body_timeout: float = 30.0
+    #: ``"pool"``: isolated reads run in kept child processes (``rdfmem.store.sandbox``);
+    #: ``"fork"``: in a child forked for each read (``isolate.py``), to compare.
+    sandbox: str = "pool"
+    #: Bytes one isolated read may allocate (its child's ``RLIMIT_AS`` above its size).
+    memory_cap: int = 1 << 30
 
 
 def checked(settings: ServerSettings) -> ServerSettings:
@@ -44,7 +49,10 @@ def checked(settings: ServerSettings) -> ServerSettings:
         ("max_concurrent", settings.max_concurrent),
         ("max_result_bytes", settings.max_result_bytes),
         ("max_body", settings.max_body),
+        ("memory_cap", settings.memory_cap),
     ):
         if value <= 0:
             raise ServerConfigError(f"{name} must be positive, not {value!r}")
+    if settings.sandbox not in ("pool", "fork"):
+        raise ServerConfigError(f"sandbox is 'pool' or 'fork', not {settings.sandbox!r}")
     return settings

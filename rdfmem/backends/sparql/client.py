@@ -42,6 +42,11 @@ GraphDB or Neptune:
   Oxigraph does (SEP-0007): ``VALUES`` in every group for a variable the query only
   reads, a join after the assignment for one it assigns (``BIND``, ``AS``). Values are
   built with ``sparql_term`` (N-Triples escaping): no caller text is pasted in.
+* **Only queries are sent as queries**: ``query`` parses the text it will send with
+  pyoxigraph (``rdfmem.core.guard.query_form``) and raises ``QueryError`` before sending an
+  update or anything that does not parse as a query, since Virtuoso runs updates sent as
+  ``query=``: no read path writes. (So Virtuoso's own extensions, such as ``DEFINE``
+  pragmas, are not sent through ``query``.)
 * **Long results**: when a server cuts a result at its row limit (Virtuoso's
   ``X-SPARQL-MaxRows``), rdfmem's own reads page through it; a raw query raises.
 * **Large writes**: against Virtuoso, which refuses an update of ~1,500 quads, a write of
@@ -98,6 +103,7 @@ from rdfmem.backends.sparql.wire import (
 )
 from rdfmem.backends.sparql.writes import drop, drop_abandoned, prepare
 from rdfmem.core.errors import BackingError, InvalidTerm
+from rdfmem.core.guard import query_form
 
 __all__ = [
     "CHANGE_GRAPH_IRI",
@@ -295,6 +301,9 @@ class SparqlBackend(Backend):
                 )
             text = bind_values(text, substitutions)
         form: dict[str, Any] = {"query": with_base(text, base_iri)}
+        # Judged as the server will run it: a server may run an update sent as ``query=``
+        # (Virtuoso does), so only what parses as a query is sent from here.
+        query_form(form["query"])
         if default_graph is not None or named_graphs is not None:
             # A dataset chosen by the caller travels as the protocol's parameters.
             form.update(dataset_form(default_graph, named_graphs, ours=self.default_graph))
