@@ -125,8 +125,10 @@ def test_a_set_past_its_threshold_searches_approximately_with_the_same_best_matc
     for vs in (auto, exact):
         vs.rebuild(("urn:g", f"urn:v{i}", v) for i, v in enumerate(data))
     same = [auto.search(q, 1)[0][1] == exact.search(q, 1)[0][1] for q in data[:20]]
-    assert sum(same) >= 18  # approximate: a near miss now and then is allowed
-    assert any(b.ann is not None for b in auto._blocks.values())  # built by now
+    assert auto.wait(30)  # the graph is built off the request path (exact answers meanwhile)
+    same += [auto.search(q, 1)[0][1] == exact.search(q, 1)[0][1] for q in data[20:40]]
+    assert sum(same) >= 36  # approximate: a near miss now and then is allowed
+    assert any(b.ann is not None for b in auto._blocks.values())  # in place by now
 
 
 def test_sessions_share_the_global_vectors_and_never_see_each_other() -> None:

@@ -390,6 +390,9 @@ class VectorIndex:
                 yield change
             return
         with hub.writing([graph.value]):
+            # The graph's own set is kept from the first write on (loaded here once when it
+            # was not), so no later search pays for loading it.
+            self._fresh(hub, (graph.value,))
             sets = [
                 v
                 for v in hub.vector_sets(graph.value, self.predicate.value)

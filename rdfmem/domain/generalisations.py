@@ -50,6 +50,8 @@ from rdfmem.domain.embeddings import (
     VectorIndex,
     vector_literal,
 )
+from rdfmem.domain.hybrid import TextIndex
+from rdfmem.domain.hybrid import search as ranked_search
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["PREFIX", "Generalisation", "Generalisations", "decode", "encode"]
@@ -198,7 +200,7 @@ class Generalisations:
     >>> [g.id for g in gens.lineage("g2")]
     ['g1']
     >>> [(g.id, round(score, 2)) for g, score in gens.search("tea", 1)]
-    [('g1', 0.42)]
+    [('g1', 0.88)]
 
     Raises:
         InvalidKey: ``group_id`` does not match ``^[a-zA-Z0-9_-]+$``.
@@ -216,6 +218,7 @@ class Generalisations:
         self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
         self._subject_prefix = f"urn:rdfmem:generalisation:{group_id}:"
         self._index = VectorIndex(store)
+        self._texts = TextIndex(store, (_CONTENT,))
 
     def subject(self, id: str) -> NamedNode:
         """The IRI of the generalisation ``id`` in this group (escaped: any id is safe)."""
@@ -241,18 +244,27 @@ class Generalisations:
         there was one, False when there was nothing to remove (the rule of every ``delete``
         verb: ``RdfStore.delete``, ``DecisionGraph.delete_node``)."""
         subject = self.subject(id)
-        with self.store.exclusive(subject), self._index.writing(self.graph, subject) as vectors:
+        with (
+            self.store.exclusive(subject),
+            self._index.writing(self.graph, subject) as vectors,
+            self._texts.writing(self.graph) as texts,
+        ):
             if not self._exists(subject):
                 return False
             self.store.sparql_update(self._delete_request(subject))
             vectors.remove(subject)
+            texts.remove(subject)
         return True
 
     def _put(self, g: Generalisation, *, must_exist: bool) -> Generalisation:
         subject = self.subject(g.id)
         vector = self.embedder.embed([g.content])[0]
         now = datetime.now(timezone.utc)
-        with self.store.exclusive(subject), self._index.writing(self.graph, subject) as vectors:
+        with (
+            self.store.exclusive(subject),
+            self._index.writing(self.graph, subject) as vectors,
+            self._texts.writing(self.graph) as texts,
+        ):
             old = self._read([subject]).get(subject.value)
             if old is None and must_exist:
                 raise GeneralisationNotFound(
@@ -271,6 +283,7 @@ class Generalisations:
                 f"{self._delete_request(subject)} ;\nINSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}"
             )
             vectors.put(subject, vector)
+            texts.put(subject, stored.content)
         return stored
 
     def _triples(
@@ -347,7 +360,8 @@ class Generalisations:
     def search(
         self, query: str | None = None, limit: int = 10, *, text: str | None = None
     ) -> list[tuple[Generalisation, float]]:
-        """The generalisations closest to ``query`` by cosine similarity of embeddings, as
+        """The generalisations closest to ``query`` by BM25 over their content fused with the
+        cosine of embeddings (as ``Memories.search``), as
         ``(generalisation, score)`` with a score above 0, best first, at most ``limit``; each
         ``encode``\\s to text that ``decode``\\s back. ``text=`` is the older name of
         ``query`` (as ``Memories.search`` names it) and still works.
@@ -363,8 +377,9 @@ class Generalisations:
             raise TypeError("search needs the text to search for: search(query, limit)")
         if limit <= 0:
             return []
-        vector = self.embedder.embed([query])[0]
-        hits = self._index.search([self.graph], vector, limit)
+        hits = ranked_search(
+            "hybrid", self._texts, self._index, self.embedder, [self.graph], query, limit
+        )
         found = self._read([subject for _, subject, _ in hits])
         return [(found[s.value], score) for _, s, score in hits if s.value in found]
 

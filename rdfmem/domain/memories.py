@@ -29,6 +29,7 @@ import builtins
 import json
 import unicodedata
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timezone
 from typing import Any, Literal, get_args
 from urllib.parse import quote
@@ -50,6 +51,8 @@ from rdfmem.domain.embeddings import (
     literal_vector,
     vector_literal,
 )
+from rdfmem.domain.hybrid import Ranking, TextIndex, TextWrite, check_ranking
+from rdfmem.domain.hybrid import search as ranked_search
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = [
@@ -224,6 +227,9 @@ class Memories:
         session: the current session's (conversation's) id; the ``session`` scope needs one.
         embedder: makes the embeddings that ``search`` compares; ``HashingEmbedder()`` (offline,
             no model) when None.
+        ranking: how ``search`` ranks: ``hybrid`` (default: keyword and vector evidence
+            fused), ``keyword`` (BM25) or ``vector`` (cosine alone; saves then keep no
+            keyword index, which is rebuilt by the next search that needs it).
 
     Raises:
         MemoryScopeError: a project or session id that is not a non-empty string.
@@ -236,6 +242,7 @@ class Memories:
         session: str | None = None,
         *,
         embedder: Embedder | None = None,
+        ranking: Ranking = "hybrid",
     ) -> None:
         for kind, value in (("project", project), ("session", session)):
             if value is not None and (not isinstance(value, str) or not value):
@@ -244,7 +251,14 @@ class Memories:
         self.project = project
         self.session = session
         self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        self.ranking = check_ranking(ranking)
         self._index = VectorIndex(store)
+        self._texts = TextIndex(store, (_TITLE, _TOPIC, _CONTENT))
+
+    def _writing_texts(self, graph: NamedNode) -> AbstractContextManager[TextWrite]:
+        if self.ranking == "vector":
+            return nullcontext(TextWrite())
+        return self._texts.writing(graph)
 
     @property
     def scopes(self) -> tuple[Scope, ...]:
@@ -305,6 +319,7 @@ class Memories:
         with (
             self.store.exclusive(subject, within=within),
             self._index.writing(graph, subject) as vectors,
+            self._writing_texts(graph) as texts,
         ):
             old = self._stored(graph, subject)
             if old is not None and old.title != memory.title:
@@ -327,6 +342,7 @@ class Memories:
                 f"{_delete_request(graph, subject)} ;\nINSERT DATA {{ GRAPH {g} {{\n{body}\n}} }}"
             )
             vectors.put(subject, literal_vector(literal))
+            texts.put(subject, _embedding_text(stored))
         return stored
 
     def append(self, memory: Memory, text: str) -> Memory:
@@ -350,12 +366,17 @@ class Memories:
         """
         graph = self.graph(scope)
         subject = self._subject(scope, title_to_slug(title))
-        with self.store.exclusive(subject), self._index.writing(graph, subject) as vectors:
+        with (
+            self.store.exclusive(subject),
+            self._index.writing(graph, subject) as vectors,
+            self._writing_texts(graph) as texts,
+        ):
             # The remains of an incomplete record (not a memory to any read) go too.
             if not self.store.ask(subject=subject, graph=graph):
                 raise MemoryNotFound(f"no {scope} memory titled {title!r}")
             self.store.sparql_update(_delete_request(graph, subject))
             vectors.remove(subject)
+            texts.remove(subject)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -390,18 +411,21 @@ class Memories:
         return self._stored(graph, self._subject(scope, title_to_slug(title))) is not None
 
     def search(self, query: str, limit: int = 10) -> list[tuple[Memory, float]]:
-        """The memories of every available scope closest to ``query``: cosine similarity of
-        embeddings, scores above 0, highest first, at most ``limit``.
+        """The memories of every available scope closest to ``query``, scores above 0,
+        highest first, at most ``limit``. By ``ranking``: ``hybrid`` fuses BM25 over title,
+        topics and content with the cosine of embeddings (``rdfmem.domain.hybrid.fuse``:
+        0.8 x BM25 / the query's best BM25 + 0.2 x cosine), ``keyword`` is BM25, ``vector``
+        the cosine.
 
         Memories whose embeddings have another dimension than the embedder's are not
-        compared. On an embedded store the vectors are kept in memory, changed by each save
-        and forget; on a remote store they are read afresh with one query.
+        compared by vector. On an embedded store the vectors and keyword postings are kept
+        in memory, changed by each save and forget; on a remote store they are read
+        afresh with one query each (vectors are followed with the server's change log).
         """
-        if limit <= 0:
-            return []
-        vector = self.embedder.embed([query])[0]
         graphs = [self.graph(s) for s in self.scopes]
-        hits = self._index.search(graphs, vector, limit)
+        hits = ranked_search(
+            self.ranking, self._texts, self._index, self.embedder, graphs, query, limit
+        )
         found = self._read((graph, subject) for graph, subject, _ in hits)
         return [(found[s.value], score) for _, s, score in hits if s.value in found]
 

@@ -5,6 +5,10 @@ Without a query (or without an index): the items passing the filter, oldest firs
 highest first (ties keep item order), each item once at its best score, ``offset`` and
 ``limit`` counted in items; when fewer than ``limit`` scored items are left, items without
 any vector follow, unscored.
+
+A store without an index (no ``IndexConfig``) ranks a query by keywords instead: BM25 over
+each candidate's JSON text (``rank_keywords``), scores divided by the best one; the
+candidates sharing no word with the query follow, unscored, in item order.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import numpy as np
 
 from rdfmem.langgraph.records import Record, matches_filter
 from rdfmem.langgraph.vectors import VectorRows
+from rdfmem.store.indexes.keywords import KeywordSet
 
-__all__ = ["rank", "rank_rows"]
+__all__ = ["rank", "rank_keywords", "rank_rows"]
 
 
 def rank(
@@ -67,6 +72,30 @@ def rank(
     if scoreless and len(kept) < limit:
         kept.extend((r, None) for r in scoreless[: limit - len(kept)])
     return kept
+
+
+def rank_keywords(
+    records: Iterable[Record],
+    *,
+    filter: Mapping[str, Any] | None,
+    limit: int,
+    offset: int,
+    query: str,
+) -> list[tuple[Record, float | None]]:
+    """``(record, score)`` pairs of one search by keywords (see the module docstring)."""
+    found = [r for r in records if not filter or matches_filter(r.value, filter)]
+    texts = KeywordSet(("",), "items")
+    for i, record in enumerate(found):
+        texts.put("", str(i), record.text)
+    hits = texts.search(query, len(found))
+    best = hits[0][2] if hits else 1.0
+    scored = [(found[int(i)], score / best) for _, i, score in hits]
+    matched = {int(i) for _, i, _ in hits}
+    rest: list[tuple[Record, float | None]] = [
+        (r, None) for i, r in enumerate(found) if i not in matched
+    ]
+    ranked: list[tuple[Record, float | None]] = [*scored, *rest]
+    return ranked[max(offset, 0) : max(offset, 0) + max(limit, 0)]
 
 
 def rank_rows(

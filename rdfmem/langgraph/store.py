@@ -37,7 +37,7 @@ from pyoxigraph import NamedNode
 
 from rdfmem.core.errors import InvalidTerm, InvalidValue
 from rdfmem.core.keys import dumps, loads
-from rdfmem.langgraph.ranking import rank, rank_rows
+from rdfmem.langgraph.ranking import rank, rank_keywords, rank_rows
 from rdfmem.langgraph.records import Record, namespace_matches
 from rdfmem.langgraph.requests import ItemWrite, delete_request, put_request, refresh_request
 from rdfmem.langgraph.sources import Mirror, Remote, Source
@@ -432,6 +432,15 @@ class RdfBaseStore(BaseStore):
                     offset=op.offset,
                     unscored=lambda: source.under(prefix, vectors=False)[0],
                 )
+        if query is None and op.query and self.index_config is None:  # no index: BM25
+            found, _ = source.under(prefix, vectors=False)
+            return rank_keywords(
+                (r for r in found if not self._hidden(r, now)),
+                filter=op.filter,
+                limit=op.limit,
+                offset=op.offset,
+                query=op.query,
+            )
         records, rows = source.under(prefix, vectors=query is not None)
         return rank(
             (r for r in records if not self._hidden(r, now)),

@@ -38,6 +38,7 @@ from contextlib import contextmanager
 
 from rdfmem.backends.base import Backend
 from rdfmem.store.indexes.graph import GraphIndex
+from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.vectors import VectorSet
 
 __all__ = ["IndexHub"]
@@ -60,6 +61,7 @@ class IndexHub:
         self.graph_generation: dict[str, int] = {}
         self._vectors: dict[tuple[tuple[str, ...], str], VectorSet] = {}
         self._graphs: dict[str, GraphIndex] = {}
+        self._keywords: dict[tuple[tuple[str, ...], str], KeywordSet] = {}
 
     # -- the write log ---------------------------------------------------------------------
 
@@ -136,6 +138,19 @@ class IndexHub:
         """The vector sets of ``predicate`` that cover ``graph``."""
         return [v for (gs, p), v in self._vectors.items() if p == predicate and graph in gs]
 
+    def keywords(self, graphs: Sequence[str], name: str) -> KeywordSet:
+        """The keyword set of the texts called ``name`` over ``graphs`` (made empty and
+        stale)."""
+        key = (tuple(graphs), name)
+        found = self._keywords.get(key)
+        if found is None:
+            found = self._keywords[key] = KeywordSet(key[0], name)
+        return found
+
+    def keyword_sets(self, graph: str, name: str) -> list[KeywordSet]:
+        """The keyword sets of the texts called ``name`` that cover ``graph``."""
+        return [k for (gs, n), k in self._keywords.items() if n == name and graph in gs]
+
     def graph_index(self, graph: str) -> GraphIndex:
         """The node and adjacency index of one graph (made empty and stale)."""
         found = self._graphs.get(graph)
@@ -148,6 +163,7 @@ class IndexHub:
 
     def __repr__(self) -> str:
         return (
-            f"IndexHub(vector_sets={len(self._vectors)}, graph_indexes={len(self._graphs)}, "
+            f"IndexHub(vector_sets={len(self._vectors)}, keyword_sets={len(self._keywords)}, "
+            f"graph_indexes={len(self._graphs)}, "
             f"generation={self.backend.generation})"
         )

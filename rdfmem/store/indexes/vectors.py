@@ -31,6 +31,7 @@ finds what was just written, even among near-duplicates the int8 graph cannot te
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Iterable
 from functools import cache
 from typing import Any
@@ -57,6 +58,9 @@ _CHUNK = 65_536  # rows per exact matrix product while calibrating (64 MiB of sc
 #: The latest rows added since the HNSW graph was built are also scored exactly, so a vector
 #: just written is always found (an agent searches for what it has just saved).
 _FRESH_ROWS = 4_096
+_BUILD_BATCH = 2_048  # rows per usearch call of a background build
+#: Rows written during a background build that each search adds to the graph once in place.
+_CATCH_UP = 32
 
 
 @cache
@@ -85,6 +89,68 @@ def _candidates(limit: int) -> int:
     return max(10 * limit, 100)
 
 
+def _new_graph(dimension: int) -> Any:
+    from usearch.index import Index
+
+    # int8 cosine graph (4x less to compare while building); candidates are re-ranked
+    # with the exact float32 rows, so scores are exact and recall is the graph's.
+    return Index(
+        ndim=dimension,
+        metric="cos",
+        dtype="i8",
+        connectivity=16,
+        expansion_add=128,
+        expansion_search=_BEAMS[-1],
+    )
+
+
+def _choose_beam(
+    ann: Any,
+    matrix: NDArray[np.float32],
+    rows: NDArray[np.int64],
+    queries: NDArray[np.float32] | None,
+) -> int:
+    """Set ``ann``'s beam to the narrowest whose recall@10 reaches ``RECALL_TARGET`` (the
+    widest when none does) on ``queries``, or when None on ``_SAMPLE`` of the rows (each
+    searched without itself), and return it. ``rows`` are the live rows of ``matrix`` (the
+    keys of ``ann``). A hit counts when its exact score is at least the 10th best exact
+    score, so equal scores are not misses. Reads only its arguments (and rows of ``matrix``
+    that no write changes): safe on a background thread."""
+    live = len(rows)
+    pick: NDArray[np.int64] | None = None
+    if queries is None:
+        chosen = np.random.default_rng(live).choice(rows, size=min(_SAMPLE, live), replace=False)
+        pick = np.searchsorted(rows, chosen)  # positions in ``rows``
+        queries = matrix[chosen]
+    k = min(10, live - (0 if pick is None else 1))
+    if k < 1:
+        ann.expansion_search = _BEAMS[0]
+        return _BEAMS[0]
+    best = np.full((len(queries), k), -np.inf, dtype=np.float32)
+    for start in range(0, live, _CHUNK):
+        stop = min(live, start + _CHUNK)
+        scores = queries @ matrix[rows[start:stop]].T  # (queries, rows)
+        if pick is not None:
+            mine = (pick >= start) & (pick < stop)
+            scores[np.nonzero(mine)[0], pick[mine] - start] = -np.inf
+        merged = np.concatenate([best, scores], axis=1)
+        best = -np.partition(-merged, k - 1, axis=1)[:, :k]
+    tenth = best.min(axis=1) - 1e-5
+    for beam in _BEAMS:
+        ann.expansion_search = beam
+        found = ann.search(queries, _candidates(10) + 1)
+        hits = 0
+        for j in range(len(queries)):
+            keys = np.asarray(found.keys[j][: found.counts[j]], dtype=np.int64)
+            if pick is not None:
+                keys = keys[keys != rows[pick[j]]]
+            top = np.sort(_scores(matrix[keys], queries[j]))[::-1][:k]
+            hits += int(np.count_nonzero(top >= tenth[j]))
+        if hits >= RECALL_TARGET * k * len(queries):
+            return beam
+    return _BEAMS[-1]
+
+
 class _Rows:
     """The vectors of one dimension."""
 
@@ -97,9 +163,13 @@ class _Rows:
         self.dead = 0
         self.ann: Any = None
         self.built_upto = 0  # rows at the last HNSW build: later ones are also scored exactly
+        self.catch_up_to = 0  # rows up to which ``catch_up`` adds to a graph built elsewhere
         self.recent = np.zeros((_SAMPLE, dimension), dtype=np.float32)  # a ring
         self.heard = 0  # queries searched
         self.calibrated_at = self.calibrated_heard = 0  # rows and queries at the last
+        self.epoch = 0  # moves when rows are renumbered (a graph built before is void)
+        self.background: threading.Thread | None = None  # a graph being built off the path
+        self.built: tuple[Any, int, int, NDArray[np.int64], int] | None = None
 
     @property
     def count(self) -> int:
@@ -143,24 +213,87 @@ class _Rows:
         self.keys = [self.keys[int(i)] for i in keep]
         self.row_of = {k: i for i, k in enumerate(self.keys)}
         self.matrix, self.alive, self.dead = matrix, alive, 0
-        if self.ann is not None:
+        self.epoch += 1
+        if self.ann is not None and self.background_builds:
+            self.ann = None  # built again off the request path; exact search meanwhile
+            self.start_build()
+        elif self.ann is not None:
             # The graph's keys are row numbers, renumbered here: build it again (half the
             # rows were dead, so this is paid once per as many writes as there are rows).
             self.build_ann()
 
-    def build_ann(self) -> None:
-        from usearch.index import Index
+    background_builds = False  # VectorSet(approximate=None) sets it on its blocks
 
-        # int8 cosine graph (4x less to compare while building); candidates are re-ranked
-        # with the exact float32 rows, so scores are exact and recall is the graph's.
-        ann = Index(
-            ndim=self.dimension,
-            metric="cos",
-            dtype="i8",
-            connectivity=16,
-            expansion_add=128,
-            expansion_search=_BEAMS[-1],
-        )
+    def start_build(self, graph: Any = None) -> None:
+        """On a background thread, choose the beam of ``graph`` (a copy of the graph in
+        place) or, when None, build a new HNSW graph of the live rows and choose its beam;
+        ``install`` puts the result in place at a later search. Exact search (or the graph
+        in place) answers meanwhile. The thread reads rows of the matrix as it is now,
+        which writes never change (they append rows or make a new matrix)."""
+        if self.background is not None:
+            return
+        n = len(self.keys)
+        rows = np.nonzero(self.alive[:n])[0]
+        matrix, heard = self.matrix, self.heard
+        queries = self.recent[: min(heard, _SAMPLE)].copy() if heard >= _MIN_HEARD else None
+        epoch, dimension = self.epoch, self.dimension
+        self.calibrated_at, self.calibrated_heard = len(rows), heard  # asked for once
+
+        def build() -> None:
+            try:
+                ann = graph
+                if ann is None:
+                    ann = _new_graph(dimension)
+                    for start in range(0, len(rows), _BUILD_BATCH):
+                        if not threading.main_thread().is_alive():
+                            return  # the interpreter is exiting: stop, do not hold it up
+                        part = rows[start : start + _BUILD_BATCH]
+                        ann.add(part.astype(np.uint64), matrix[part], threads=1)
+                beam = _choose_beam(ann, matrix, rows, queries)
+                self.built = (None if graph is not None else ann, n, epoch, rows, beam)
+            finally:
+                self.background = None
+
+        # Not a daemon (stopping usearch mid-call at exit aborts the process): at exit the
+        # interpreter waits for the batch under way, then the build stops.
+        thread = threading.Thread(target=build, name="rdfmem-hnsw-build")
+        self.background = thread
+        thread.start()
+
+    def install(self) -> None:
+        """Put what a background thread made in place: a new graph, with the rows written
+        since its copy added and those removed since taken out, or a new beam."""
+        built, self.built = self.built, None
+        if built is None:
+            return
+        ann, upto, epoch, rows, beam = built
+        if ann is None:  # a beam chosen on a copy of the graph in place
+            if self.ann is not None:
+                self.ann.expansion_search = beam
+            return
+        if epoch != self.epoch:  # rows renumbered since the copy: build again
+            self.start_build()
+            return
+        gone = rows[~self.alive[rows]]
+        for row in gone.tolist():
+            ann.remove(row)
+        ann.expansion_search = beam
+        # The rows written since the copy are added a few per search (``catch_up``), not
+        # all here: until then they are scored exactly, as every row since ``built_upto``.
+        self.ann, self.built_upto, self.catch_up_to = ann, upto, len(self.keys)
+
+    def catch_up(self) -> None:
+        """Add the next ``_CATCH_UP`` rows written while the graph was built elsewhere."""
+        start = self.built_upto
+        stop = min(self.catch_up_to, start + _CATCH_UP)
+        new = np.arange(start, stop, dtype=np.int64)[self.alive[start:stop]]
+        if len(new):
+            self.ann.add(new.astype(np.uint64), self.matrix[new], threads=1)
+        self.built_upto = stop
+
+    def build_ann(self) -> None:
+        """Build the HNSW graph here and now (``approximate=True``) and choose its beam."""
+        ann = _new_graph(self.dimension)
         n = len(self.keys)
         rows = np.nonzero(self.alive[:n])[0]
         if len(rows):
@@ -175,49 +308,15 @@ class _Rows:
         self.heard += 1
 
     def calibrate(self) -> None:
-        """Keep the narrowest beam whose recall@10 reaches ``RECALL_TARGET`` (the widest when
-        none does) on the last ``_SAMPLE`` queries searched, or, before ``_MIN_HEARD``
-        were, on ``_SAMPLE`` of the set's own rows (each searched without itself). A hit
-        counts when its exact score is at least the 10th best exact score, so equal scores
-        are not misses."""
+        """Choose the beam of the graph in place (``_choose_beam``) on the last queries, or
+        before ``_MIN_HEARD`` were searched, on the set's own rows."""
         n = len(self.keys)
         live = np.nonzero(self.alive[:n])[0]
         self.calibrated_at, self.calibrated_heard = len(live), self.heard
-        itself: NDArray[np.int64] | None = None
+        queries = None
         if self.heard >= _MIN_HEARD:
             queries = self.recent[: min(self.heard, _SAMPLE)].copy()
-        else:
-            itself = np.random.default_rng(len(live)).choice(
-                live, size=min(_SAMPLE, len(live)), replace=False
-            )
-            queries = self.matrix[itself]
-        k = min(10, len(live) - (0 if itself is None else 1))
-        if k < 1:
-            self.ann.expansion_search = _BEAMS[0]
-            return
-        best = np.full((len(queries), k), -np.inf, dtype=np.float32)
-        for start in range(0, n, _CHUNK):
-            stop = min(n, start + _CHUNK)
-            scores = queries @ self.matrix[start:stop].T  # (queries, rows)
-            scores[:, ~self.alive[start:stop]] = -np.inf
-            if itself is not None:
-                mine = (itself >= start) & (itself < stop)
-                scores[np.nonzero(mine)[0], itself[mine] - start] = -np.inf
-            merged = np.concatenate([best, scores], axis=1)
-            best = -np.partition(-merged, k - 1, axis=1)[:, :k]
-        tenth = best.min(axis=1) - 1e-5
-        for beam in _BEAMS:
-            self.ann.expansion_search = beam
-            found = self.ann.search(queries, _candidates(10) + 1)
-            hits = 0
-            for j in range(len(queries)):
-                rows = np.asarray(found.keys[j][: found.counts[j]], dtype=np.int64)
-                if itself is not None:
-                    rows = rows[rows != itself[j]]
-                top = np.sort(_scores(self.matrix[rows], queries[j]))[::-1][:k]
-                hits += int(np.count_nonzero(top >= tenth[j]))
-            if hits >= RECALL_TARGET * k * len(queries):
-                return
+        _choose_beam(self.ann, self.matrix, live, queries)
 
     def stale_beam(self) -> bool:
         """True when the beam should be chosen again: the set has doubled since, or the
@@ -244,8 +343,17 @@ class _Rows:
         return [(int(i), float(scores[i])) for i in chosen]
 
     def search_ann(self, query: NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
+        if self.built is not None:
+            self.install()
+        if self.built_upto < self.catch_up_to:
+            self.catch_up()
         if self.stale_beam():
-            self.calibrate()
+            if not self.background_builds:
+                self.calibrate()
+            elif self.background is None and self.built is None:
+                # Choose the beam again off the request path, on a copy of the graph (a
+                # memory copy, far cheaper than a build); the graph serves meanwhile.
+                self.start_build(self.ann.copy())
         found = self.ann.search(query, _candidates(limit))
         rows = np.asarray(found.keys, dtype=np.int64).reshape(-1)
         n = len(self.keys)
@@ -369,6 +477,13 @@ class VectorSet:
                 and (block.ann is not None or self._searches > _SEARCHES_BEFORE_BUILD)
                 and _has_usearch()
             )
+        if use_ann and self.approximate is None:  # build off the request path
+            block.background_builds = True
+            if block.ann is None and block.built is not None:
+                block.install()
+            if block.ann is None:
+                block.start_build()
+                use_ann = False  # exact until the graph is in place
         if use_ann:
             if block.ann is None:
                 block.build_ann()
@@ -380,6 +495,15 @@ class VectorSet:
             ((keys[r][0], keys[r][1], s) for r, s in hits), key=lambda h: (-h[2], h[1], h[0])
         )
         return ranked[:limit]
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for graphs being built in the background; True when none is left. The next
+        search puts them in place."""
+        for block in list(self._blocks.values()):
+            thread = block.background
+            if thread is not None:
+                thread.join(timeout)
+        return all(b.background is None for b in self._blocks.values())
 
     def held(self) -> int:
         """Rows held in memory: the live ones and those replaced or removed but not yet

@@ -1,0 +1,209 @@
+"""Hybrid search: keyword (BM25) and vector evidence, fused.
+
+``TextIndex`` searches the texts of some named graphs by BM25 (``rdfmem.store.indexes.
+keywords``): a text is the literal values of a few predicates of a subject (a memory's title,
+topics and content). On an embedded store the texts live in a ``KeywordSet`` of the store's
+index hub, changed document by document by the writes made inside ``writing`` (in their
+critical section, as ``VectorIndex`` does for vectors); any other write to the graphs makes
+it load every text again with one query before the next search. On a remote store every
+search reads the texts of the graphs afresh with one query (as vectors are read without the
+change log) and ranks them in a throw-away set.
+
+``fuse`` merges the two rankings linearly: each keyword score divided by the best keyword
+score of the query, times ``KEYWORD_WEIGHT``, plus the cosine times ``1 - KEYWORD_WEIGHT``.
+The weight, and linear fusion over reciprocal-rank fusion, were chosen by measurement on the
+LoCoMo development split (``benchmarks/bench_search_quality.py``, ``docs/search.md``).
+
+>>> fuse([("g", "a", 8.0), ("g", "b", 4.0)], [("g", "b", 0.5), ("g", "c", 0.9)], 3)
+[('g', 'a', 0.8), ('g', 'b', 0.5), ('g', 'c', 0.18)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Literal
+
+from pyoxigraph import Literal as RdfLiteral
+from pyoxigraph import NamedNode
+
+from rdfmem.core.errors import InvalidValue
+from rdfmem.core.terms import sparql_term
+from rdfmem.domain.embeddings import Embedder, VectorIndex
+from rdfmem.store.indexes.keywords import KeywordSet
+
+if TYPE_CHECKING:
+    from rdfmem.store.indexes import IndexHub
+    from rdfmem.store.rdfstore import RdfStore
+
+__all__ = [
+    "KEYWORD_WEIGHT",
+    "RANKINGS",
+    "Ranking",
+    "TextIndex",
+    "TextWrite",
+    "candidates",
+    "check_ranking",
+    "fuse",
+    "search",
+]
+
+#: How a search ranks: both kinds of evidence fused (the default), or one alone.
+Ranking = Literal["hybrid", "keyword", "vector"]
+RANKINGS: tuple[Ranking, ...] = ("hybrid", "keyword", "vector")
+#: The share of the keyword score in the fused score (measured: docs/search.md).
+KEYWORD_WEIGHT = 0.8
+
+Hit = tuple[str, str, float]
+
+
+def check_ranking(ranking: str) -> Ranking:
+    """``ranking`` when it is one of ``RANKINGS``.
+
+    Raises:
+        InvalidValue: another value.
+    """
+    if ranking not in RANKINGS:
+        raise InvalidValue(f"ranking is one of {', '.join(RANKINGS)}, not {ranking!r}")
+    return ranking
+
+
+def candidates(limit: int) -> int:
+    """How many hits of each ranking ``fuse`` looks at to give ``limit``."""
+    return max(30, 3 * limit)
+
+
+def fuse(keyword: Sequence[Hit], vector: Sequence[Hit], limit: int) -> list[Hit]:
+    """The ``limit`` best ``(graph, subject, score)`` of both rankings by fused score, highest
+    first (equal scores by subject then graph); scores rounded to 6 places."""
+    best = max((h[2] for h in keyword), default=0.0)
+    fused: dict[tuple[str, str], float] = {}
+    if best > 0.0:
+        for graph, subject, score in keyword:
+            fused[(graph, subject)] = KEYWORD_WEIGHT * score / best
+    for graph, subject, score in vector:
+        key = (graph, subject)
+        fused[key] = fused.get(key, 0.0) + (1.0 - KEYWORD_WEIGHT) * score
+    ranked = sorted(
+        ((g, s, round(v, 6)) for (g, s), v in fused.items() if v > 0.0),
+        key=lambda h: (-h[2], h[1], h[0]),
+    )
+    return ranked[:limit]
+
+
+def search(
+    ranking: Ranking,
+    texts: TextIndex,
+    vectors: VectorIndex,
+    embedder: Embedder,
+    graphs: Sequence[NamedNode],
+    query: str,
+    limit: int,
+) -> list[tuple[NamedNode, NamedNode, float]]:
+    """``(graph, subject, score)`` of the ``limit`` best texts of ``graphs`` for ``query``,
+    by ``ranking``: ``hybrid`` fuses the ``candidates(limit)`` best of each kind (``fuse``),
+    ``keyword`` is BM25 alone, ``vector`` the cosine of ``embedder``'s vectors alone."""
+    if limit <= 0:
+        return []
+    if ranking == "vector":
+        return vectors.search(graphs, embedder.embed([query])[0], limit)
+    if ranking == "keyword":
+        hits = texts.search(graphs, query, limit)
+    else:
+        depth = candidates(limit)
+        by_vector = vectors.search(graphs, embedder.embed([query])[0], depth)
+        plain = [(g.value, s.value, score) for g, s, score in by_vector]
+        hits = fuse(texts.search(graphs, query, depth), plain, limit)
+    return [(NamedNode(g), NamedNode(s), score) for g, s, score in hits]
+
+
+class TextWrite:
+    """The text changes of one domain write (see ``TextIndex.writing``)."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[NamedNode, str | None]] = []
+
+    def put(self, subject: NamedNode, text: str) -> None:
+        """``subject`` now has this text."""
+        self.changes.append((subject, text))
+
+    def remove(self, subject: NamedNode) -> None:
+        """``subject`` has no text any more."""
+        self.changes.append((subject, None))
+
+
+class TextIndex:
+    """The texts of ``predicates`` (their literal values joined, per subject) in some named
+    graphs, searched by BM25. See the module docstring for how they are kept."""
+
+    def __init__(self, store: RdfStore, predicates: Sequence[NamedNode]) -> None:
+        self.store = store
+        self.predicates = tuple(predicates)
+        self.name = " ".join(p.value for p in self.predicates)
+
+    def search(self, graphs: Sequence[NamedNode], query: str, limit: int) -> list[Hit]:
+        """``(graph, subject, score)`` of the best ``limit`` texts with a BM25 score above 0,
+        highest first (equal scores by subject IRI). On an embedded store each graph has its
+        own set (its own BM25 statistics); their best are merged."""
+        if limit <= 0 or not graphs:
+            return []
+        names = tuple(dict.fromkeys(g.value for g in graphs))
+        hub = self.store.indexes
+        if hub is None:  # read afresh, one set per graph as below
+            sets = {g: KeywordSet((g,), self.name) for g in names}
+            for graph, subject, text in self._entries(names):
+                sets[graph].put(graph, subject, text)
+            hits = [h for texts in sets.values() for h in texts.search(query, limit)]
+        else:
+            with hub.reading():  # one set per graph, as VectorIndex: the best of each, merged
+                hits = [h for g in names for h in self._fresh(hub, (g,)).search(query, limit)]
+        return sorted(hits, key=lambda h: (-h[2], h[1], h[0]))[:limit]
+
+    def _fresh(self, hub: IndexHub, names: tuple[str, ...]) -> KeywordSet:
+        texts = hub.keywords(names, self.name)
+        if not hub.fresh(texts.seen, names):  # written around the index: load again
+            texts.rebuild(self._entries(names))
+            texts.seen = hub.generation
+        return texts
+
+    @contextmanager
+    def writing(self, graph: NamedNode) -> Iterator[TextWrite]:
+        """Make a write to ``graph`` and say what it did to texts (``put``/``remove`` on the
+        object yielded): the keyword sets covering ``graph`` that were fresh before it are
+        changed accordingly when the block ends without an error, under the write lock (the
+        same lock as ``VectorIndex.writing``, which it may be nested in)."""
+        change = TextWrite()
+        hub = self.store.indexes
+        if hub is None:
+            yield change
+            return
+        with hub.writing([graph.value]):
+            self._fresh(hub, (graph.value,))  # kept from the first write on
+            sets = [
+                k for k in hub.keyword_sets(graph.value, self.name) if hub.fresh(k.seen, k.graphs)
+            ]
+            yield change
+            for texts in sets:
+                for subject, text in change.changes:
+                    if text is None:
+                        texts.remove(graph.value, subject.value)
+                    else:
+                        texts.put(graph.value, subject.value, text)
+                texts.seen = hub.generation
+
+    def _entries(self, names: Sequence[str]) -> Iterator[tuple[str, str, str]]:
+        graphs = " ".join(sparql_term(NamedNode(g)) for g in names)
+        predicates = " ".join(sparql_term(p) for p in self.predicates)
+        rows = self.store.query(
+            f"SELECT ?g ?s ?p ?o WHERE {{ VALUES ?g {{ {graphs} }} VALUES ?p {{ {predicates} }} "
+            "GRAPH ?g { ?s ?p ?o } FILTER(isIRI(?s) && isLiteral(?o)) }"
+        )
+        order = {p.value: i for i, p in enumerate(self.predicates)}
+        parts: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        for row in rows:  # type: ignore[union-attr]
+            literal = row["o"]
+            if isinstance(literal, RdfLiteral):
+                key = (row["g"].value, row["s"].value)
+                parts.setdefault(key, []).append((order[row["p"].value], literal.value))
+        for (graph, subject), values in parts.items():
+            yield graph, subject, "\n".join(v for _, v in sorted(values))

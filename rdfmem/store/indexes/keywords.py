@@ -1,0 +1,272 @@
+"""A keyword index kept in memory and changed document by document: Okapi BM25 over words.
+
+``tokenize`` folds text to search words: NFKC, casefold, Unicode word runs (any script;
+letters and digits apart, so "v2" is "v" and "2" and "3pm" is "3" and "pm"), accents
+dropped, common English words left out, a light English suffix stemmer ("deploys",
+"deployed", "deploying" -> "deploy"; "parties" -> "party").
+
+``KeywordSet`` holds, for every word, the documents that contain it and how often (growing
+arrays per word), the length of every document and how many documents hold each word.
+``put`` and ``remove`` cost O(words of the document) amortised; a removed or replaced
+document's slot is reused, and the stale postings it leaves are dropped word by word (at
+each doubling of a word's postings, or when a search finds half of them stale), so no step
+rewrites the whole index.
+``search`` scores only the postings of the query's words (numpy, on this thread): BM25 with
+``k1`` 1.2 and ``b`` 0.75 by default, IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``.
+
+Keys are ``(graph, subject)`` pairs as in ``VectorSet``; the set is not thread-safe by
+itself (``IndexHub`` users hold ``backend.lock`` around every call).
+
+>>> ks = KeywordSet(("urn:g",), "text")
+>>> ks.put("urn:g", "urn:a", "Deploying the API to production")
+>>> ks.put("urn:g", "urn:b", "Grandma's apple pie recipe")
+>>> [s for _, s, _ in ks.search("how do we deploy the api?", 5)]
+['urn:a']
+>>> tokenize("Café SOCIAL-media v2.0, 3pm!")
+['cafe', 'social', 'media', 'v', '2', '0', '3', 'pm']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["STOP_WORDS", "KeywordSet", "tokenize"]
+
+_WORD = re.compile(r"[^\W\d_]+|\d+")
+#: Words too common to say what a text is about (English; other languages keep every word).
+_STOP_TEXT = """a about above after again all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers him his how i if in into is it its itself
+    just me more most my no nor not of off on once only or other our ours out over own same
+    she should so some such than that the their theirs them then there these they this those
+    through to too under until up very was we were what when where which while who whom why
+    will with would you your yours s t d ll m re ve"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+
+def tokenize(text: str) -> list[str]:
+    """The search words of ``text``, in order (see the module docstring)."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return [_stem(w) for w in words if w not in STOP_WORDS]
+
+
+@lru_cache(maxsize=65_536)
+def _stem(word: str) -> str:
+    if not word.isascii():
+        decomposed = unicodedata.normalize("NFKD", word)
+        word = "".join(c for c in decomposed if unicodedata.category(c) != "Mn") or word
+        if not word.isascii():
+            return word
+    if word.isdigit() or len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("sses"):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: -len(suffix)]
+            if not any(v in stem for v in "aeiouy"):
+                return word
+            if len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+                stem = stem[:-1]  # "planned" -> "plan", but "called" -> "call"
+            return stem
+    return word
+
+
+class _Postings:
+    """The documents holding one word: document slot, the slot's stamp when written, and
+    how often, in three growing arrays. An entry whose stamp is not its slot's current
+    stamp belongs to a document since removed: it is skipped, and purged when the word's
+    postings reach a power of two in length or a search finds half of them stale."""
+
+    __slots__ = ("counts", "docs", "stamps")
+
+    def __init__(self) -> None:
+        self.docs = array("q")
+        self.stamps = array("q")
+        self.counts = array("f")
+
+    def purge(self, keep: NDArray[np.bool_]) -> None:
+        docs = np.frombuffer(self.docs, dtype=np.int64)[keep].tobytes()
+        stamps = np.frombuffer(self.stamps, dtype=np.int64)[keep].tobytes()
+        counts = np.frombuffer(self.counts, dtype=np.float32)[keep].tobytes()
+        self.docs, self.stamps, self.counts = array("q"), array("q"), array("f")
+        self.docs.frombytes(docs)
+        self.stamps.frombytes(stamps)
+        self.counts.frombytes(counts)
+
+
+class KeywordSet:
+    """The texts of ``(graph, subject)`` keys, searched by BM25.
+
+    A removed document's slot is reused by a later one; its postings are recognised as
+    stale by their stamp and purged word by word, each at a cost already paid by the writes
+    that made them: no step ever rewrites the whole index.
+
+    Args:
+        graphs: the graph IRIs this set covers (what writes to it are matched against).
+        name: what the texts are (for ``IndexHub``: the sets of one name share a kind).
+        k1, b: the BM25 parameters.
+    """
+
+    def __init__(
+        self, graphs: tuple[str, ...], name: str, *, k1: float = 1.2, b: float = 0.75
+    ) -> None:
+        self.graphs = graphs
+        self.name = name
+        self.k1 = k1
+        self.b = b
+        #: The store generation this set was last consistent with (-1: never built).
+        self.seen = -1
+        self.clear()
+
+    def clear(self) -> None:
+        self._postings: dict[str, _Postings] = {}
+        self._df: Counter[str] = Counter()  # live documents holding each word
+        self._keys: list[tuple[str, str] | None] = []  # slot -> key (None: free)
+        self._doc_of: dict[tuple[str, str], int] = {}
+        self._words: list[tuple[str, ...]] = []  # slot -> its distinct words
+        self._free: list[int] = []
+        self._length = np.zeros(64, dtype=np.float32)
+        self._alive = np.zeros(64, dtype=bool)
+        self._stamp = np.zeros(64, dtype=np.int64)
+        self._total = 0.0  # words in live documents
+
+    def __len__(self) -> int:
+        return len(self._doc_of)
+
+    def rebuild(self, entries: Iterable[tuple[str, str, str]]) -> None:
+        """Replace every text with ``(graph, subject, text)`` entries (a later one wins)."""
+        self.clear()
+        for graph, subject, text in entries:
+            self.put(graph, subject, text)
+
+    def put(self, graph: str, subject: str, text: str) -> None:
+        """Add or replace the text of ``subject`` in ``graph``."""
+        key = (graph, subject)
+        self.remove(graph, subject)
+        counts = Counter(tokenize(text))
+        if self._free:
+            doc = self._free.pop()
+            self._keys[doc] = key
+            self._words[doc] = tuple(counts)
+        else:
+            doc = len(self._keys)
+            if doc == self._length.shape[0]:
+                self._length = np.concatenate([self._length, np.zeros_like(self._length)])
+                self._alive = np.concatenate([self._alive, np.zeros_like(self._alive)])
+                self._stamp = np.concatenate([self._stamp, np.zeros_like(self._stamp)])
+            self._keys.append(key)
+            self._words.append(tuple(counts))
+        size = sum(counts.values())
+        self._doc_of[key] = doc
+        self._length[doc] = size
+        self._alive[doc] = True
+        self._total += size
+        self._df.update(counts.keys())
+        stamp = int(self._stamp[doc])
+        postings = self._postings
+        for word, n in counts.items():
+            p = postings.get(word)
+            if p is None:
+                p = postings[word] = _Postings()
+            p.docs.append(doc)
+            p.stamps.append(stamp)
+            p.counts.append(n)
+            size = len(p.docs)
+            if size >= 64 and size & (size - 1) == 0:  # at each doubling: drop stale ones
+                p.purge(self._current(p))
+
+    def remove(self, graph: str, subject: str) -> bool:
+        """Forget the text of ``subject`` in ``graph``; True when there was one."""
+        doc = self._doc_of.pop((graph, subject), None)
+        if doc is None:
+            return False
+        self._alive[doc] = False
+        self._stamp[doc] += 1  # its postings are stale from now on
+        self._total -= float(self._length[doc])
+        self._df.subtract(self._words[doc])
+        for word in self._words[doc]:
+            if self._df[word] <= 0:
+                del self._df[word]
+                self._postings.pop(word, None)  # every posting of it is stale
+        self._keys[doc] = None
+        self._words[doc] = ()
+        self._free.append(doc)
+        return True
+
+    def _current(self, p: _Postings) -> NDArray[np.bool_]:
+        docs = np.frombuffer(p.docs, dtype=np.int64)
+        current: NDArray[np.bool_] = self._stamp[docs] == np.frombuffer(p.stamps, dtype=np.int64)
+        return current
+
+    def scores(self, query: str) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+        """The documents sharing a word with ``query`` and their BM25 scores (unsorted)."""
+        live = len(self._doc_of)
+        words = [w for w in dict.fromkeys(tokenize(query)) if self._df.get(w, 0) > 0]
+        if not live or not words:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        n = len(self._keys)
+        average = max(self._total / live, 1.0)
+        k1, b = self.k1, self.b
+        total = np.zeros(n, dtype=np.float32)
+        for word in words:
+            p = self._postings[word]
+            df = self._df[word]
+            if len(p.docs) > df:  # some postings are stale
+                current = self._current(p)
+                if 2 * df < len(p.docs):
+                    p.purge(current)
+                    current = np.ones(len(p.docs), dtype=bool)
+            else:
+                current = None
+            idf = math.log(1.0 + (live - df + 0.5) / (df + 0.5))
+            docs = np.frombuffer(p.docs, dtype=np.int64)
+            tf = np.frombuffer(p.counts, dtype=np.float32)
+            if current is not None:
+                docs, tf = docs[current], tf[current]
+            norm = k1 * (1.0 - b + b * self._length[docs] / average)
+            total[docs] += np.float32(idf * (k1 + 1.0)) * tf / (tf + norm)
+            del docs, tf  # release the arrays' buffers: they grow on the next put
+        found = np.nonzero(total > 0.0)[0]
+        return found.astype(np.int64), total[found]
+
+    def search(self, query: str, limit: int) -> list[tuple[str, str, float]]:
+        """``(graph, subject, score)`` of the ``limit`` best texts with a score above 0,
+        highest first, equal scores by subject then graph."""
+        if limit <= 0:
+            return []
+        docs, scores = self.scores(query)
+        if limit < len(docs):
+            cut = float(np.partition(scores, len(docs) - limit)[len(docs) - limit])
+            keep = scores >= cut
+            docs, scores = docs[keep], scores[keep]
+        hits = []
+        for d, score in zip(docs.tolist(), scores.tolist(), strict=True):
+            key = self._keys[d]
+            if key is not None:
+                hits.append((key[0], key[1], float(score)))
+        hits.sort(key=lambda h: (-h[2], h[1], h[0]))
+        return hits[:limit]
+
+    def nbytes(self) -> int:
+        """About how many bytes the set holds (postings, lengths, keys)."""
+        postings = sum(
+            p.docs.itemsize * len(p.docs) + 4 * len(p.counts) + 120 for p in self._postings.values()
+        )
+        return postings + self._length.nbytes + self._alive.nbytes + 200 * len(self._keys)
+
+    def __repr__(self) -> str:
+        return f"KeywordSet({self.graphs!r}, {self.name!r}, texts={len(self)})"
