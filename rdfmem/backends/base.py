@@ -96,6 +96,11 @@ class Backend(ABC):
     embedded: ClassVar[bool] = True
     concurrent_reads: ClassVar[bool] = True
     persistent: bool = False
+    #: Read-side indexes a persistent backend found saved beside its data when it opened
+    #: (taken by the store's index hub), and the hub's way to give them back at ``close``
+    #: (``rdfmem.backends.indexfile``). None where nothing is saved.
+    saved_indexes: dict[str, Any] | None = None
+    keep_indexes: Callable[[], dict[str, Any] | None] | None = None
 
     def __init__(self, *, exclusive_writer: bool = True) -> None:
         #: Serialises read-modify-write cycles of the stores sharing this backend.

@@ -33,15 +33,32 @@ False
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 from rdfmem.backends.base import Backend
+from rdfmem.store.indexes import graph as graph_module
+from rdfmem.store.indexes import keywords as keywords_module
+from rdfmem.store.indexes import vectors as vectors_module
 from rdfmem.store.indexes.graph import GraphIndex
 from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.vectors import VectorSet
 
 __all__ = ["IndexHub"]
+
+
+@cache
+def _code() -> str:
+    """A digest of the index classes' source: saved indexes are read by the code that
+    wrote them only."""
+    digest = hashlib.blake2b(digest_size=12)
+    for module in (graph_module, keywords_module, vectors_module):
+        digest.update(Path(module.__file__ or "").read_bytes())
+    return digest.hexdigest()
 
 
 class IndexHub:
@@ -62,6 +79,47 @@ class IndexHub:
         self._vectors: dict[tuple[tuple[str, ...], str], VectorSet] = {}
         self._graphs: dict[str, GraphIndex] = {}
         self._keywords: dict[tuple[tuple[str, ...], str], KeywordSet] = {}
+        saved, backend.saved_indexes = backend.saved_indexes, None
+        if saved is not None and backend.exclusive_writer:
+            self._restore(saved)
+        if backend.persistent and backend.exclusive_writer:
+            backend.keep_indexes = self.export
+
+    # -- kept across restarts (``rdfmem.backends.indexfile``) -------------------------------
+
+    def export(self) -> dict[str, Any] | None:
+        """The indexes that are fresh now (the backend saves them beside its files when it
+        closes; call under ``backend.lock``)."""
+        self._settle()
+        saved: dict[str, Any] = {
+            "vectors": {k: v for k, v in self._vectors.items() if self.fresh(v.seen, v.graphs)},
+            "keywords": {k: v for k, v in self._keywords.items() if self.fresh(v.seen, v.graphs)},
+            "graphs": {k: g for k, g in self._graphs.items() if self.fresh(g.seen, (k,))},
+        }
+        if not any(saved.values()):
+            return None
+        saved["code"] = _code()
+        return saved
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        # Fresh as of this session's first generation: nothing was written since they were
+        # saved (the file is consumed when the store opens). Saved by other index code (a
+        # checkout changed between runs): not used.
+        if saved.get("code") != _code():
+            return
+        now = self.backend.generation
+        for key, vectors in dict(saved.get("vectors") or {}).items():
+            if isinstance(vectors, VectorSet):
+                vectors.seen = now
+                self._vectors[key] = vectors
+        for key, words in dict(saved.get("keywords") or {}).items():
+            if isinstance(words, KeywordSet):
+                words.seen = now
+                self._keywords[key] = words
+        for key, graph in dict(saved.get("graphs") or {}).items():
+            if isinstance(graph, GraphIndex):
+                graph.seen = now
+                self._graphs[key] = graph
 
     # -- the write log ---------------------------------------------------------------------
 

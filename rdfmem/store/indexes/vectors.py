@@ -171,6 +171,22 @@ class _Rows:
         self.background: threading.Thread | None = None  # a graph being built off the path
         self.built: tuple[Any, int, int, NDArray[np.int64], int] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Saved beside an on-disk store (``IndexHub.export``): the rows, not the HNSW graph
+        # or a build under way (built again off the request path after loading).
+        state = dict(self.__dict__)
+        state.update(ann=None, background=None, built=None, built_upto=0, catch_up_to=0)
+        count = len(self.keys)
+        state["matrix"], state["alive"] = self.matrix[:count].copy(), self.alive[:count].copy()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        count = len(state["keys"])
+        matrix = np.zeros((max(_MIN_CAPACITY, 2 * count), state["dimension"]), dtype=np.float32)
+        alive = np.zeros(matrix.shape[0], dtype=bool)
+        matrix[:count], alive[:count] = state["matrix"], state["alive"]
+        self.__dict__.update(state, matrix=matrix, alive=alive)
+
     @property
     def count(self) -> int:
         return len(self.row_of)
