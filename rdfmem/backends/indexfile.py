@@ -26,6 +26,7 @@ names the format version and the rdfmem version: any other is dropped.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import stat
@@ -36,7 +37,7 @@ __all__ = ["INDEX_FILE", "fingerprint", "keep", "take", "unpack"]
 
 INDEX_FILE = "rdfmem.indexes"
 _MAGIC = b"rdfmem-indexes\n"
-_FORMAT = 1
+_FORMAT = 2
 
 
 def _version() -> str:
@@ -89,38 +90,35 @@ def take(folder: str | os.PathLike[str]) -> bytes | None:
 def unpack(data: bytes | None, seen: str) -> dict[str, Any] | None:
     """The saved indexes in ``data`` (as ``keep`` wrote them), or None when absent, of
     another format or rdfmem version, or written over files whose fingerprint is not
-    ``seen``."""
-    if not data or not data.startswith(_MAGIC):
+    ``seen`` (judged on the header, before anything is unpickled)."""
+    if not data or not data.startswith(_MAGIC) or not seen:
+        return None
+    end = data.find(b"\n", len(_MAGIC))
+    try:
+        header = json.loads(data[len(_MAGIC) : end])
+    except ValueError:
+        return None
+    if header != {"format": _FORMAT, "rdfmem": _version(), "files": seen}:
         return None
     try:
-        saved = pickle.loads(data[len(_MAGIC) :])  # this user's own file alone (take)
-    except Exception:  # a torn or foreign file: rebuild
+        saved = pickle.loads(data[end + 1 :])  # this user's own file alone (take)
+    except Exception:  # a torn file: rebuild
         return None
-    if (
-        not isinstance(saved, dict)
-        or saved.get("format") != _FORMAT
-        or saved.get("rdfmem") != _version()
-        or not seen
-        or saved.get("files") != seen
-    ):
-        return None
-    indexes = saved.get("indexes")
-    return indexes if isinstance(indexes, dict) else None
+    return saved if isinstance(saved, dict) else None
 
 
 def keep(folder: str | os.PathLike[str], indexes: dict[str, Any]) -> int:
     """Write ``indexes`` to the index file in ``folder`` (atomically, mode 0600), with the
     fingerprint of the closed store's files; returns the bytes written."""
     path = Path(folder) / INDEX_FILE
-    body = pickle.dumps(
-        {"format": _FORMAT, "rdfmem": _version(), "files": fingerprint(folder), "indexes": indexes},
-        protocol=pickle.HIGHEST_PROTOCOL,
-    )
+    header = {"format": _FORMAT, "rdfmem": _version(), "files": fingerprint(folder)}
+    head = _MAGIC + json.dumps(header).encode("utf-8") + b"\n"
+    body = pickle.dumps(indexes, protocol=pickle.HIGHEST_PROTOCOL)
     staging = path.with_name(f".{INDEX_FILE}.{os.getpid()}")
     fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(_MAGIC)
+            out.write(head)
             out.write(body)
             out.flush()
             os.fsync(out.fileno())
@@ -129,4 +127,4 @@ def keep(folder: str | os.PathLike[str], indexes: dict[str, Any]) -> int:
         with contextlib.suppress(OSError):
             staging.unlink()
         raise
-    return len(_MAGIC) + len(body)
+    return len(head) + len(body)

@@ -33,32 +33,17 @@ False
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from rdfmem.backends.base import Backend
-from rdfmem.store.indexes import graph as graph_module
-from rdfmem.store.indexes import keywords as keywords_module
-from rdfmem.store.indexes import vectors as vectors_module
 from rdfmem.store.indexes.graph import GraphIndex
 from rdfmem.store.indexes.keywords import KeywordSet
+from rdfmem.store.indexes.saved import Section, Sections, code_digest
 from rdfmem.store.indexes.vectors import VectorSet
 
 __all__ = ["IndexHub"]
-
-
-@cache
-def _code() -> str:
-    """A digest of the index classes' source: saved indexes are read by the code that
-    wrote them only."""
-    digest = hashlib.blake2b(digest_size=12)
-    for module in (graph_module, keywords_module, vectors_module):
-        digest.update(Path(module.__file__ or "").read_bytes())
-    return digest.hexdigest()
 
 
 class IndexHub:
@@ -80,46 +65,33 @@ class IndexHub:
         self._graphs: dict[str, GraphIndex] = {}
         self._keywords: dict[tuple[tuple[str, ...], str], KeywordSet] = {}
         saved, backend.saved_indexes = backend.saved_indexes, None
-        if saved is not None and backend.exclusive_writer:
-            self._restore(saved)
+        usable = saved if backend.exclusive_writer else None
+        self._saved = Sections(usable, backend.generation)
         if backend.persistent and backend.exclusive_writer:
             backend.keep_indexes = self.export
 
-    # -- kept across restarts (``rdfmem.backends.indexfile``) -------------------------------
+    # -- kept across restarts (``rdfmem.store.indexes.saved``) ------------------------------
 
     def export(self) -> dict[str, Any] | None:
-        """The indexes that are fresh now (the backend saves them beside its files when it
-        closes; call under ``backend.lock``)."""
+        """The indexes that are fresh now, one section each (the backend saves them beside
+        its files when it closes; call under ``backend.lock``)."""
         self._settle()
-        saved: dict[str, Any] = {
-            "vectors": {k: v for k, v in self._vectors.items() if self.fresh(v.seen, v.graphs)},
-            "keywords": {k: v for k, v in self._keywords.items() if self.fresh(v.seen, v.graphs)},
-            "graphs": {k: g for k, g in self._graphs.items() if self.fresh(g.seen, (k,))},
-        }
-        if not any(saved.values()):
-            return None
-        saved["code"] = _code()
-        return saved
-
-    def _restore(self, saved: dict[str, Any]) -> None:
-        # Fresh as of this session's first generation: nothing was written since they were
-        # saved (the file is consumed when the store opens). Saved by other index code (a
-        # checkout changed between runs): not used.
-        if saved.get("code") != _code():
-            return
-        now = self.backend.generation
-        for key, vectors in dict(saved.get("vectors") or {}).items():
-            if isinstance(vectors, VectorSet):
-                vectors.seen = now
-                self._vectors[key] = vectors
-        for key, words in dict(saved.get("keywords") or {}).items():
-            if isinstance(words, KeywordSet):
-                words.seen = now
-                self._keywords[key] = words
-        for key, graph in dict(saved.get("graphs") or {}).items():
-            if isinstance(graph, GraphIndex):
-                graph.seen = now
-                self._graphs[key] = graph
+        fresh = self.fresh
+        sections = self._saved.still_fresh(fresh)
+        sections += [
+            Section.of("vectors", k, v.graphs, v)
+            for k, v in self._vectors.items()
+            if fresh(v.seen, v.graphs)
+        ]
+        sections += [
+            Section.of("keywords", k, v.graphs, v)
+            for k, v in self._keywords.items()
+            if fresh(v.seen, v.graphs)
+        ]
+        sections += [
+            Section.of("graphs", k, (k,), g) for k, g in self._graphs.items() if fresh(g.seen, (k,))
+        ]
+        return {"code": code_digest(), "sections": sections} if sections else None
 
     # -- the write log ---------------------------------------------------------------------
 
@@ -189,11 +161,16 @@ class IndexHub:
         key = (tuple(graphs), predicate)
         found = self._vectors.get(key)
         if found is None:
-            found = self._vectors[key] = VectorSet(key[0], predicate)
+            found = self._saved.take("vectors", key)
+            if found is None:
+                found = VectorSet(key[0], predicate)
+            self._vectors[key] = found
         return found
 
     def vector_sets(self, graph: str, predicate: str) -> list[VectorSet]:
         """The vector sets of ``predicate`` that cover ``graph``."""
+        for key in self._saved.covering("vectors", graph):
+            self.vectors(key[0], key[1])
         return [v for (gs, p), v in self._vectors.items() if p == predicate and graph in gs]
 
     def keywords(self, graphs: Sequence[str], name: str) -> KeywordSet:
@@ -202,21 +179,31 @@ class IndexHub:
         key = (tuple(graphs), name)
         found = self._keywords.get(key)
         if found is None:
-            found = self._keywords[key] = KeywordSet(key[0], name)
+            found = self._saved.take("keywords", key)
+            if found is None:
+                found = KeywordSet(key[0], name)
+            self._keywords[key] = found
         return found
 
     def keyword_sets(self, graph: str, name: str) -> list[KeywordSet]:
         """The keyword sets of the texts called ``name`` that cover ``graph``."""
+        for key in self._saved.covering("keywords", graph):
+            self.keywords(key[0], key[1])
         return [k for (gs, n), k in self._keywords.items() if n == name and graph in gs]
 
     def graph_index(self, graph: str) -> GraphIndex:
         """The node and adjacency index of one graph (made empty and stale)."""
         found = self._graphs.get(graph)
         if found is None:
-            found = self._graphs[graph] = GraphIndex(graph)
+            found = self._saved.take("graphs", graph)
+            if found is None:
+                found = GraphIndex(graph)
+            self._graphs[graph] = found
         return found
 
     def known_graph_index(self, graph: str) -> GraphIndex | None:
+        if graph not in self._graphs and self._saved.covering("graphs", graph):
+            return self.graph_index(graph)
         return self._graphs.get(graph)
 
     def __repr__(self) -> str:

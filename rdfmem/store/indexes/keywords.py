@@ -35,6 +35,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -108,6 +109,73 @@ class _Postings:
         self.counts.frombytes(counts)
 
 
+#: A saved index's postings: word -> (start, end) rows of three flat arrays' bytes.
+_Packed: TypeAlias = tuple[dict[str, tuple[int, int]], bytes, bytes, bytes]
+
+
+class _PostingsMap:
+    """Postings by word; those of an index loaded from disk are unpacked on first use (a
+    saved index holds every word's postings in three flat arrays, which loads at once)."""
+
+    __slots__ = ("_found", "_packed")
+
+    def __init__(self, packed: _Packed | None = None) -> None:
+        self._found: dict[str, _Postings] = {}
+        self._packed = packed
+
+    def get(self, word: str) -> _Postings | None:
+        found = self._found.get(word)
+        return found if found is not None else self._unpack(word)
+
+    def __getitem__(self, word: str) -> _Postings:
+        found = self.get(word)
+        if found is None:
+            raise KeyError(word)
+        return found
+
+    def __setitem__(self, word: str, postings: _Postings) -> None:
+        self._found[word] = postings
+
+    def pop(self, word: str) -> None:
+        self._found.pop(word, None)
+        if self._packed is not None:
+            self._packed[0].pop(word, None)
+
+    def values(self) -> list[_Postings]:
+        """Every word's postings (unpacking what was still packed)."""
+        if self._packed is not None:
+            for word in list(self._packed[0]):
+                self._unpack(word)
+            self._packed = None
+        return list(self._found.values())
+
+    def pack(self) -> _Packed:
+        """Every word's postings in three flat arrays (what a saved index holds)."""
+        spans: dict[str, tuple[int, int]] = {}
+        docs, stamps, counts = array("q"), array("q"), array("f")
+        self.values()
+        for word, postings in self._found.items():
+            spans[word] = (len(docs), len(docs) + len(postings.docs))
+            docs.extend(postings.docs)
+            stamps.extend(postings.stamps)
+            counts.extend(postings.counts)
+        return spans, docs.tobytes(), stamps.tobytes(), counts.tobytes()
+
+    def _unpack(self, word: str) -> _Postings | None:
+        if self._packed is None:
+            return None
+        span = self._packed[0].pop(word, None)
+        if span is None:
+            return None
+        (start, end), (_, docs, stamps, counts) = span, self._packed
+        found = _Postings()
+        found.docs.frombytes(docs[8 * start : 8 * end])
+        found.stamps.frombytes(stamps[8 * start : 8 * end])
+        found.counts.frombytes(counts[4 * start : 4 * end])
+        self._found[word] = found
+        return found
+
+
 class KeywordSet:
     """The texts of ``(graph, subject)`` keys, searched by BM25.
 
@@ -133,7 +201,7 @@ class KeywordSet:
         self.clear()
 
     def clear(self) -> None:
-        self._postings: dict[str, _Postings] = {}
+        self._postings: _PostingsMap = _PostingsMap()
         self._df: Counter[str] = Counter()  # live documents holding each word
         self._keys: list[tuple[str, str] | None] = []  # slot -> key (None: free)
         self._doc_of: dict[tuple[str, str], int] = {}
@@ -143,6 +211,19 @@ class KeywordSet:
         self._alive = np.zeros(64, dtype=bool)
         self._stamp = np.zeros(64, dtype=np.int64)
         self._total = 0.0  # words in live documents
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Saved beside an on-disk store (``IndexHub.export``): postings in flat arrays, and
+        # no slot map (it follows from the keys).
+        state = dict(self.__dict__)
+        state["_postings"] = self._postings.pack()
+        del state["_doc_of"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        postings = _PostingsMap(state.pop("_postings"))
+        self.__dict__.update(state, _postings=postings)
+        self._doc_of = {key: doc for doc, key in enumerate(self._keys) if key is not None}
 
     def __len__(self) -> int:
         return len(self._doc_of)
@@ -201,7 +282,7 @@ class KeywordSet:
         for word in self._words[doc]:
             if self._df[word] <= 0:
                 del self._df[word]
-                self._postings.pop(word, None)  # every posting of it is stale
+                self._postings.pop(word)  # every posting of it is stale
         self._keys[doc] = None
         self._words[doc] = ()
         self._free.append(doc)

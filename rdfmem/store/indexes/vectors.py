@@ -178,6 +178,7 @@ class _Rows:
         state.update(ann=None, background=None, built=None, built_upto=0, catch_up_to=0)
         count = len(self.keys)
         state["matrix"], state["alive"] = self.matrix[:count].copy(), self.alive[:count].copy()
+        del state["row_of"]  # it follows from the keys
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -186,6 +187,7 @@ class _Rows:
         alive = np.zeros(matrix.shape[0], dtype=bool)
         matrix[:count], alive[:count] = state["matrix"], state["alive"]
         self.__dict__.update(state, matrix=matrix, alive=alive)
+        self.row_of = {key: row for row, key in enumerate(self.keys) if alive[row]}
 
     @property
     def count(self) -> int:
