@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pydantic import ValidationError
+from pyoxigraph import NamedNode
 
 from rdfmem.core.errors import DecisionGraphError
 from rdfmem.domain import decision_queries as q
@@ -32,6 +33,7 @@ __all__ = ["DecisionGraph"]
 
 _CHANGEABLE = frozenset({"type", "label", "status", "confidence", "rationale", "metadata"})
 _CHUNK = 2000  # ids per existence query of the bulk adds
+_SUBJECTS = 64  # a write changing more subjects declares its whole graph changed
 
 
 class DecisionGraph(DecisionReader):
@@ -53,15 +55,17 @@ class DecisionGraph(DecisionReader):
     """
 
     @contextmanager
-    def _writing(self) -> Iterator[GraphIndex | None]:
+    def _writing(self, *subjects: str) -> Iterator[GraphIndex | None]:
         # Check-then-write of nodes and edges: the whole graph, for every writer of the
         # store (the write lock; a lease on a SPARQL server). Yields the graph's index when
         # it was fresh before the write: the caller changes it after its write succeeded,
         # and it stays fresh; when the block raises, a write that happened leaves it stale.
+        # ``subjects``: the IRIs whose triples the write changes (none: any in the graph).
         hub = self.store.indexes
         with self.store.exclusive(self.graph):
-            if hub is None:  # a server: its change log learns that only this graph changed
-                with self.store.declared(self._graph_term):
+            if hub is None:  # a server: its change log learns what changed (followers read it)
+                named = [NamedNode(s) for s in subjects] if len(subjects) <= _SUBJECTS else []
+                with self.store.declared(self._graph_term, named):
                     yield None
                 return
             with hub.writing([self.graph]):
@@ -95,7 +99,7 @@ class DecisionGraph(DecisionReader):
         item: Node = as_model(Node, node)
         iri = self._node_iri(item.id)
         lines = self._lines_of_node(iri, item)
-        with self._writing() as index:
+        with self._writing(iri) as index:
             if self._has(iri, q.RM_STATUS):
                 raise DecisionGraphError(f"a node with id {item.id!r} already exists")
             self.store.sparql_update(
@@ -119,7 +123,7 @@ class DecisionGraph(DecisionReader):
         lines: list[str] = []
         for iri, item in zip(iris, items, strict=True):
             lines.extend(self._lines_of_node(iri, item))
-        with self._writing() as index:
+        with self._writing(*iris) as index:
             clash = self._existing(iris, q.RM_STATUS)
             if clash:
                 ids = sorted(q.id_of(i, self._base + "node/") for i in clash)
@@ -154,7 +158,7 @@ class DecisionGraph(DecisionReader):
                 f"update_node cannot change {', '.join(bad)}; it changes "
                 f"{', '.join(sorted(_CHANGEABLE))} (updated_at is set for you)"
             )
-        with self._writing() as index:
+        with self._writing(self._node_iri(self._id(node_id))) as index:
             current = self.get_node(node_id)
             updated = self._changed(current, wanted)
             iri = self._node_iri(node_id)
@@ -193,11 +197,14 @@ class DecisionGraph(DecisionReader):
                 node, or the fields are invalid; nothing is written.
         """
         item: Edge = as_model(Edge, edge)
-        with self._writing() as index:
+        ends = (self._node_iri(item.from_id), self._edge_iri(item.id))
+        with self._writing(*ends) as index:
             self._check_edge(item)
             self.store.sparql_update(self._insert_edge(item))
             if index is not None:
-                index.link(self._node_iri(item.from_id), self._node_iri(item.to_id))
+                index.link(
+                    self._node_iri(item.from_id), self._node_iri(item.to_id), q.EDGE_BIT[item.type]
+                )
         return item
 
     def add_edges(self, edges: Iterable[Edge | Mapping[str, Any]]) -> int:
@@ -230,7 +237,8 @@ class DecisionGraph(DecisionReader):
                     created_at=item.created_at,
                 )
             )
-        with self._writing() as index:
+        changed = dict.fromkeys([*(end_iri[e.from_id] for e in items), *iris])
+        with self._writing(*changed) as index:
             clash = self._existing(iris, q.RM_EDGE_TYPE)
             if clash:
                 ids = sorted(q.id_of(i, self._base + "edge/") for i in clash)
@@ -242,7 +250,7 @@ class DecisionGraph(DecisionReader):
             self._load(lines)
             if index is not None:
                 for e in items:
-                    index.link(end_iri[e.from_id], end_iri[e.to_id])
+                    index.link(end_iri[e.from_id], end_iri[e.to_id], q.EDGE_BIT[e.type])
         return len(items)
 
     def supersede(self, old_id: str, new_id: str, rationale: str | None = None) -> Edge:
@@ -265,7 +273,12 @@ class DecisionGraph(DecisionReader):
             type="supersedes",
             metadata={} if rationale is None else {"rationale": rationale},
         )
-        with self._writing() as index:
+        changed = (
+            self._node_iri(self._id(old_id)),
+            self._node_iri(self._id(new_id)),
+            self._edge_iri(edge.id),
+        )
+        with self._writing(*changed) as index:
             old = self.get_node(old_id)
             self.get_node(new_id)
             updated = self._changed(old, changes)
@@ -275,7 +288,7 @@ class DecisionGraph(DecisionReader):
             self.store.sparql_update(request + " ;\n" + self._insert_edge(edge))
             self._put(index, iri, updated)
             if index is not None:
-                index.link(self._node_iri(new_id), iri)
+                index.link(self._node_iri(new_id), iri, q.EDGE_BIT["supersedes"])
         return edge
 
     # -- helpers ----------------------------------------------------------------------------

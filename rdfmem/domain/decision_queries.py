@@ -23,6 +23,7 @@ import sys
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
+from itertools import pairwise
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -32,8 +33,12 @@ from rdfmem.core.ontology import RDFMEM, named_query
 
 __all__ = [
     "CLASS_OF_TYPE",
+    "EDGE_BIT",
     "EDGE_PROPERTY",
+    "LINEAGE",
+    "LINEAGE_MASK",
     "NODE_QUERIES",
+    "PATH_EDGES",
     "STATUS_IRI",
     "all_links_query",
     "all_nodes_query",
@@ -46,10 +51,13 @@ __all__ = [
     "id_of",
     "insert_update",
     "iri_base",
+    "links_from_query",
     "node_iri",
     "node_lines",
     "nodes_query",
     "parse_datetime",
+    "path_between_text",
+    "path_links_query",
     "query_text",
     "replace_node_update",
     "shortest_path",
@@ -93,6 +101,19 @@ EDGE_PROPERTY: dict[str, str] = {
     "enables": RDFMEM + "enables",
     "supersedes": RDFMEM + "supersedes",
 }
+#: Edge type -> its bit in the link masks of ``GraphIndex``.
+EDGE_BIT: dict[str, int] = {t: 1 << i for i, t in enumerate(EDGE_PROPERTY)}
+#: The edge types ``descendants`` and ``ancestors`` follow: the ones that carry a decision
+#: forward (a goal leads to a decision, which chose or rejected options, an option requires
+#: an action, which leads to an outcome). ``blocks`` and ``enables`` relate nodes that may
+#: sit anywhere (an outcome enabling the goal it served), and ``supersedes`` points from a
+#: new node to the one it replaced; following them would make a goal both an ancestor and
+#: a descendant of its own outcome. ``path_between`` follows every type.
+LINEAGE: tuple[str, ...] = ("leads_to", "chosen", "rejected", "requires")
+LINEAGE_MASK = sum(EDGE_BIT[t] for t in LINEAGE)
+#: The most edges a path of the shipped ``path_between.rq`` has: SPARQL 1.1 has no shortest
+#: path, so the query tries lengths 0 … ``PATH_EDGES`` (``DecisionGraph`` has no bound).
+PATH_EDGES = 10
 #: The named queries ``DecisionGraph.query`` answers, with the parameters each takes.
 NODE_QUERIES: dict[str, tuple[str, ...]] = {
     "active_goals": (),
@@ -375,8 +396,97 @@ def all_nodes_query(graph: str) -> str:
 
 
 def all_links_query(graph: str) -> str:
-    """Every ``?source rm:linksTo ?target`` pair of ``graph``."""
-    return f"SELECT ?source ?target WHERE {{ GRAPH <{graph}> {{ ?source {RM_LINKS_TO} ?target }} }}"
+    """Every ``?source ?property ?target`` direct triple of an edge of ``graph``."""
+    props = " ".join(f"<{p}>" for p in EDGE_PROPERTY.values())
+    return (
+        f"SELECT ?source ?property ?target WHERE {{ GRAPH <{graph}> {{ "
+        f"VALUES ?property {{ {props} }} ?source ?property ?target }} }}"
+    )
+
+
+def links_from_query(graph: str, iris: Iterable[str]) -> str:
+    """The ``?source ?property ?target`` direct triples of edges leaving ``iris``."""
+    values = " ".join(f"<{iri}>" for iri in iris)
+    props = " ".join(f"<{p}>" for p in EDGE_PROPERTY.values())
+    return (
+        f"SELECT ?source ?property ?target WHERE {{ GRAPH <{graph}> {{ "
+        f"VALUES ?source {{ {values} }} VALUES ?property {{ {props} }} "
+        f"?source ?property ?target }} }}"
+    )
+
+
+def path_links_query(graph: str, first: str) -> str:
+    """The ``?source ?target`` pairs (edges of any type) that leave ``first`` or a node it
+    reaches: what a breadth-first search from ``first`` walks."""
+    return (
+        f"SELECT DISTINCT ?source ?target WHERE {{ GRAPH <{graph}> {{ "
+        f"<{first}> {RM_LINKS_TO}* ?source . ?source {RM_LINKS_TO} ?target }} }}"
+    )
+
+
+def path_between_text(edges: int = PATH_EDGES) -> str:
+    """The SPARQL of ``path_between.rq`` (below its comment), trying paths of 0 … ``edges``
+    edges: one ``UNION`` branch per length, whose ``FILTER`` skips it when a shorter walk
+    joins the ends (so only the shortest length walks its chain), each solution keyed by
+    its length and its IRIs (``"03 <first> <n1> <n2> <last>"``); the smallest key is the
+    shortest path, the smallest in IRI order among equally short ones, and its IRIs are
+    read back one row per step."""
+    step = "rm:linksTo"
+    branches = ['{ ?first dcterms:identifier ?from_id , ?to_id .\n        BIND ("00" AS ?length)']
+    for k in range(1, edges + 1):
+        names = ["?first", *(f"?n{i}" for i in range(1, k)), "?last"]
+        lines = ["{ ?first dcterms:identifier ?from_id . ?last dcterms:identifier ?to_id ."]
+        shorter = step
+        for _ in range(k - 2):
+            shorter = f"{step}/({shorter})?"
+        test = "" if k == 1 else f" && NOT EXISTS {{ ?first {shorter} ?last }}"
+        lines.append(f"FILTER (?first != ?last{test})")
+        chain = [f"{a} {step} {b} ." for a, b in pairwise(names)]
+        lines.extend(" ".join(chain[i : i + 4]) for i in range(0, len(chain), 4))
+        lines.append(f'BIND ("{k:02d}" AS ?length)')
+        lines.append("BIND (CONCAT(" + ', " ", '.join(f"STR({n})" for n in names) + ") AS ?iris)")
+        branches.append("\n        ".join(lines))
+    unions = " }\n      UNION ".join(branches)
+    unions = unions.replace(
+        'BIND ("00" AS ?length)', 'BIND ("00" AS ?length)\n        BIND (STR(?first) AS ?iris)', 1
+    )
+    steps = " ".join(str(i) for i in range(edges + 1))
+    return f"""PREFIX rm:      <https://w3id.org/rdfmem#>
+PREFIX rdfs:    <http://www.w3.org/2000/01/rdf-schema#>
+PREFIX dcterms: <http://purl.org/dc/terms/>
+PREFIX xsd:     <http://www.w3.org/2001/XMLSchema#>
+
+SELECT ?graph ?from_id ?to_id ?step ?node ?id ?type ?label ?status ?confidence ?rationale
+       ?metadata ?created ?updated
+WHERE {{
+  {{
+    SELECT ?graph ?from_id ?to_id (MIN(CONCAT(?length, " ", ?iris)) AS ?best)
+    WHERE {{
+      GRAPH ?graph {{
+      {unions} }}
+      }}
+    }}
+    GROUP BY ?graph ?from_id ?to_id
+  }}
+  VALUES ?step {{ {steps} }}
+  FILTER (?step <= xsd:integer(SUBSTR(?best, 1, 2)))
+  BIND (IRI(REPLACE(?best, CONCAT("^([^ ]+ ){{", STR(?step + 1), "}}([^ ]+).*$"), "$2")) AS ?node)
+  GRAPH ?graph {{
+    ?node dcterms:identifier ?id ;
+        a ?type ;
+        rdfs:label ?label ;
+        rm:status ?status ;
+        dcterms:created ?created ;
+        dcterms:modified ?updated .
+    FILTER (?type IN (rm:Goal, rm:Decision, rm:Option, rm:Action, rm:Outcome,
+                      rm:Observation, rm:Revisit))
+    OPTIONAL {{ ?node rm:confidence ?confidence }}
+    OPTIONAL {{ ?node rm:rationale ?rationale }}
+    OPTIONAL {{ ?node rm:metadata ?metadata }}
+  }}
+}}
+ORDER BY ?graph ?from_id ?to_id ?step
+"""
 
 
 def bfs_order(

@@ -19,7 +19,7 @@ The answers are the same either way (``tests/test_index_properties.py`` holds th
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -40,6 +40,7 @@ from rdfmem.domain.decision_models import (
     node_from_row,
 )
 from rdfmem.store.indexes import GraphIndex
+from rdfmem.store.indexes.graph_follow import NodeRow, graph_follower
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["DecisionReader"]
@@ -74,10 +75,16 @@ class DecisionReader:
     @contextmanager
     def _reading(self) -> Iterator[GraphIndex | None]:
         # The graph's index, fresh (rebuilt from SPARQL when a write bypassed it), under the
-        # write lock so no write is half applied; None on a remote store.
+        # write lock so no write is half applied; on a remote store with the change log, the
+        # index this process follows the log with; None on any other remote store.
         hub = self.store.indexes
         if hub is None:
-            yield None
+            follower = graph_follower(self.store)
+            if follower is None:
+                yield None
+                return
+            with follower.lock:
+                yield follower.fresh(self.graph, self._read_whole, self._read_some)
             return
         with hub.reading():
             index = hub.graph_index(self.graph)
@@ -87,15 +94,36 @@ class DecisionReader:
             yield index
 
     def _rebuild(self, index: GraphIndex) -> None:
-        nodes = []
-        for row in self._rows(q.all_nodes_query(self.graph)):
+        index.rebuild(*self._read_whole())
+
+    def _read_whole(self) -> tuple[list[NodeRow], list[tuple[str, str, int]]]:
+        # Every node and link of the graph, as GraphIndex takes them.
+        nodes = self._node_rows(q.all_nodes_query(self.graph))
+        return nodes, self._link_rows(q.all_links_query(self.graph))
+
+    def _read_some(self, iris: Sequence[str]) -> tuple[list[NodeRow], list[tuple[str, str, int]]]:
+        # The nodes among ``iris`` and the links leaving them.
+        nodes: list[NodeRow] = []
+        links: list[tuple[str, str, int]] = []
+        for i in range(0, len(iris), 500):
+            chunk = iris[i : i + 500]
+            nodes += self._node_rows(q.nodes_query(self.graph, chunk))
+            links += self._link_rows(q.links_from_query(self.graph, chunk))
+        return nodes, links
+
+    def _node_rows(self, sparql: str) -> list[NodeRow]:
+        rows: list[NodeRow] = []
+        for row in self._rows(sparql):
             node = node_from_row(row)
-            nodes.append((row["node"].value, node.type, node.status, node_age(node), node))
-        links = [
-            (r["source"].value, r["target"].value)
-            for r in self._rows(q.all_links_query(self.graph))
+            rows.append((row["node"].value, node.type, node.status, node_age(node), node))
+        return rows
+
+    def _link_rows(self, sparql: str) -> list[tuple[str, str, int]]:
+        bit = _BIT_OF_PROPERTY
+        return [
+            (r["source"].value, r["target"].value, bit[r["property"].value])
+            for r in self._rows(sparql)
         ]
-        index.rebuild(nodes, links)
 
     # -- IRIs, reads ----------------------------------------------------------------------
 
@@ -165,11 +193,16 @@ class DecisionReader:
 
         * ``active_goals``: active goals, oldest first;
         * ``recent_decisions`` (``limit=10``): decisions, newest first;
-        * ``path_between`` (``from_id``, ``to_id``): the nodes of a shortest path, both ends
-          included; ``[from]`` when they are equal, ``[]`` when there is no path;
+        * ``path_between`` (``from_id``, ``to_id``): the nodes of a shortest path along
+          edges of every type (in their direction), both ends included, the smallest in
+          IRI order among equally short ones; ``[from]`` when they are equal, ``[]`` when
+          there is no path; of any length (the shipped ``.rq`` stops at
+          ``PATH_EDGES`` edges);
         * ``descendants`` / ``ancestors`` (``node_id``): every node reachable from (that
-          reaches) the node, breadth-first (by distance from the node, then oldest first,
-          then by id), the node itself left out even in a cycle; ``[]`` for a missing node.
+          reaches) the node along ``leads_to``, ``chosen``, ``rejected`` and ``requires``
+          edges (``LINEAGE``; not ``blocks``, ``enables``, ``supersedes``), breadth-first (by
+          distance from the node, then oldest first, then by id), the node itself left out
+          even in a cycle; ``[]`` for a missing node.
 
         Raises:
             DecisionGraphError: an unknown query, a missing or unknown parameter, a ``limit``
@@ -220,7 +253,7 @@ class DecisionReader:
             iris = index.shortest_path(first, self._node_iri(self._id(params["to_id"])))
         else:
             start = self._node_iri(self._id(params["node_id"]))
-            iris = index.reachable(start, backwards=name == "ancestors")
+            iris = index.reachable(start, backwards=name == "ancestors", mask=q.LINEAGE_MASK)
         return [copy_node(index.value(iri)) for iri in iris]
 
     def _reachable(self, name: str, node_id: str) -> list[Node]:
@@ -248,7 +281,7 @@ class DecisionReader:
         first, last = self._node_iri(from_id), self._node_iri(to_id)
         if not (self._has(first, q.RM_STATUS) and self._has(last, q.RM_STATUS)):
             return []  # (asked first: engines may walk every path before seeing this)
-        rows = self._select(q.query_text("path_between"), from_id=Text(from_id), to_id=Text(to_id))
+        rows = self._rows(q.path_links_query(self.graph, first))
         path = q.shortest_path(first, last, q.unpack_links(rows))
         if not path:
             return []
@@ -264,6 +297,9 @@ class DecisionReader:
         if not isinstance(value, str):
             raise DecisionGraphError(f"a node id is a str, not {value!r}")
         return value
+
+
+_BIT_OF_PROPERTY = {q.EDGE_PROPERTY[t]: b for t, b in q.EDGE_BIT.items()}
 
 
 def _item_age(item: tuple[str, Node]) -> tuple[_dt.datetime, str]:

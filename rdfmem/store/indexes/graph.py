@@ -3,9 +3,11 @@ named graph: what the decision graph's named queries and traversals read.
 
 A node is an IRI with a ``kind`` (its type), a ``status``, an ordering key (creation time,
 then id) and an opaque ``value`` (the domain's record of it, returned as is). Links are the
-pairs ``(source, target)`` joined by at least one edge. Traversals stop when done:
-``reachable`` is a breadth-first search that visits each node once, ``shortest_path`` a
-breadth-first search from both ends that stops when they meet.
+pairs ``(source, target)`` joined by at least one edge, each with a bit mask of the kinds of
+edge that join them (the caller numbers its kinds); a traversal follows the links whose mask
+shares a bit with the ``mask`` it is given (every link by default). Traversals stop when
+done: ``reachable`` is a breadth-first search that visits each node once, ``shortest_path``
+a breadth-first search from both ends that stops when they meet.
 
 >>> g = GraphIndex("urn:g")
 >>> for i, iri in enumerate("abcd"):
@@ -16,6 +18,9 @@ breadth-first search from both ends that stops when they meet.
 (['b', 'c', 'd'], ['b', 'c', 'a'])
 >>> g.shortest_path("a", "d"), g.newest("decision", 2), g.newest("decision", 9)
 (['a', 'b', 'd'], ['d', 'c'], ['d', 'c', 'b', 'a'])
+>>> g.link("a", "d", 2)                      # a link of another kind
+>>> g.shortest_path("a", "d"), g.shortest_path("a", "d", mask=1), g.reachable("a", mask=2)
+(['a', 'd'], ['a', 'b', 'd'], ['d'])
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ import bisect
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["GraphIndex"]
+__all__ = ["ALL", "GraphIndex"]
+
+#: The mask that follows links of every kind.
+ALL = -1
 
 
 class _Node:
@@ -48,8 +56,8 @@ class GraphIndex:
         #: The store generation this index was last consistent with (-1: never built).
         self.seen = -1
         self.nodes: dict[str, _Node] = {}
-        self.out: dict[str, set[str]] = {}
-        self.into: dict[str, set[str]] = {}
+        self.out: dict[str, dict[str, int]] = {}  # source -> target -> kinds (bit mask)
+        self.into: dict[str, dict[str, int]] = {}  # target -> source -> kinds
         self._by_kind: dict[str, list[tuple[Any, str]]] = {}  # kind -> sorted (key, iri)
         self._by_status: dict[tuple[str, str], list[tuple[Any, str]]] = {}  # (kind, status)
 
@@ -59,9 +67,10 @@ class GraphIndex:
     def rebuild(
         self,
         nodes: Iterable[tuple[str, str, str, Any, Any]],
-        links: Iterable[tuple[str, str]],
+        links: Iterable[tuple[str, str] | tuple[str, str, int]],
     ) -> None:
-        """Replace everything with ``(iri, kind, status, key, value)`` nodes and links."""
+        """Replace everything with ``(iri, kind, status, key, value)`` nodes and
+        ``(source, target)`` or ``(source, target, mask)`` links."""
         self.clear()
         for iri, kind, status, key, value in nodes:
             self.nodes[iri] = _Node(kind, status, key, value)
@@ -70,8 +79,8 @@ class GraphIndex:
             self._by_status.setdefault((node.kind, node.status), []).append((node.key, node_iri))
         for entries in [*self._by_kind.values(), *self._by_status.values()]:
             entries.sort()
-        for source, target in links:
-            self.link(source, target)
+        for source, target, *mask in links:
+            self.link(source, target, mask[0] if mask else 1)
 
     # -- changes ---------------------------------------------------------------------------
 
@@ -89,15 +98,29 @@ class GraphIndex:
         old = self.nodes.pop(iri, None)
         if old is not None:
             self._unsort(iri, old)
-        for target in self.out.pop(iri, ()):
-            self.into.get(target, set()).discard(iri)
-        for source in self.into.pop(iri, ()):
-            self.out.get(source, set()).discard(iri)
+        for target in self.out.pop(iri, {}):
+            self.into.get(target, {}).pop(iri, None)
+        for source in self.into.pop(iri, {}):
+            self.out.get(source, {}).pop(iri, None)
 
-    def link(self, source: str, target: str) -> None:
-        """Record a link ``source -> target`` (once, however many edges make it)."""
-        self.out.setdefault(source, set()).add(target)
-        self.into.setdefault(target, set()).add(source)
+    def link(self, source: str, target: str, mask: int = 1) -> None:
+        """Record a link ``source -> target`` of the kinds in ``mask`` (once, however many
+        edges make it)."""
+        targets = self.out.setdefault(source, {})
+        targets[target] = targets.get(target, 0) | mask
+        sources = self.into.setdefault(target, {})
+        sources[source] = sources.get(source, 0) | mask
+
+    def unlink(self, source: str, target: str, mask: int = ALL) -> None:
+        """Forget the kinds in ``mask`` of the link ``source -> target`` (all by default)."""
+        for ends, a, b in ((self.out, source, target), (self.into, target, source)):
+            found = ends.get(a)
+            if found is not None and b in found:
+                left = found[b] & ~mask
+                if left:
+                    found[b] = left
+                else:
+                    del found[b]
 
     def _unsort(self, iri: str, node: _Node) -> None:
         for entries in (
@@ -125,10 +148,10 @@ class GraphIndex:
         entries = self._by_kind.get(kind, [])
         return [iri for _, iri in reversed(entries[max(0, len(entries) - limit) :])]
 
-    def reachable(self, start: str, *, backwards: bool = False) -> list[str]:
-        """The nodes reached from ``start`` (following links backwards when ``backwards``),
-        ``start`` left out: by distance, then by key; IRIs that are not nodes are walked
-        through but not returned."""
+    def reachable(self, start: str, *, backwards: bool = False, mask: int = ALL) -> list[str]:
+        """The nodes reached from ``start`` over links of the kinds in ``mask`` (followed
+        backwards when ``backwards``), ``start`` left out: by distance, then by key; IRIs
+        that are not nodes are walked through but not returned."""
         adjacency = self.into if backwards else self.out
         if start not in self.nodes:
             return []
@@ -139,8 +162,8 @@ class GraphIndex:
         while level:
             following = []
             for iri in level:
-                for nxt in adjacency.get(iri, ()):
-                    if nxt not in seen:
+                for nxt, kinds in adjacency.get(iri, {}).items():
+                    if kinds & mask and nxt not in seen:
                         seen.add(nxt)
                         following.append(nxt)
             level = following
@@ -149,10 +172,11 @@ class GraphIndex:
             order.extend(i for _, i in found)
         return order
 
-    def shortest_path(self, start: str, end: str) -> list[str]:
-        """A shortest path ``start`` … ``end`` (both included; ``[]`` when none), the
-        smallest in IRI order among equally short ones: a breadth-first search from both
-        ends, level by level, stopping at the level where they meet."""
+    def shortest_path(self, start: str, end: str, *, mask: int = ALL) -> list[str]:
+        """A shortest path ``start`` … ``end`` over links of the kinds in ``mask`` (both
+        ends included; ``[]`` when none), the smallest
+        in IRI order among equally short ones: a breadth-first search from both ends, level
+        by level, stopping at the level where they meet."""
         if start not in self.nodes or end not in self.nodes:
             return []
         if start == end:
@@ -167,8 +191,8 @@ class GraphIndex:
                 depth = ahead[front[0]] + 1
                 grown = []
                 for iri in front:
-                    for nxt in out.get(iri, ()):
-                        if nxt not in ahead:
+                    for nxt, kinds in out.get(iri, {}).items():
+                        if kinds & mask and nxt not in ahead:
                             ahead[nxt] = depth
                             grown.append(nxt)
                 front = grown
@@ -177,8 +201,8 @@ class GraphIndex:
                 depth = behind[back[0]] + 1
                 grown = []
                 for iri in back:
-                    for prev in into.get(iri, ()):
-                        if prev not in behind:
+                    for prev, kinds in into.get(iri, {}).items():
+                        if kinds & mask and prev not in behind:
                             behind[prev] = depth
                             grown.append(prev)
                 back = grown
@@ -194,7 +218,11 @@ class GraphIndex:
             for iri in layer:
                 if iri in ahead:
                     want = ahead[iri] - 1
-                    earlier.update(p for p in into.get(iri, ()) if ahead.get(p, -2) == want)
+                    earlier.update(
+                        p
+                        for p, k in into.get(iri, {}).items()
+                        if k & mask and ahead.get(p, -2) == want
+                    )
             on_path |= earlier
             layer = earlier
         layer = {i for i in on_path if i in behind}
@@ -202,7 +230,9 @@ class GraphIndex:
             later: set[str] = set()
             for iri in layer:
                 want = behind[iri] - 1
-                later.update(n for n in out.get(iri, ()) if behind.get(n, -2) == want)
+                later.update(
+                    n for n, k in out.get(iri, {}).items() if k & mask and behind.get(n, -2) == want
+                )
             later -= on_path
             on_path |= later
             layer = later
@@ -212,8 +242,8 @@ class GraphIndex:
             left = total - step
             candidates = [
                 n
-                for n in out.get(path[-1], ())
-                if n in on_path and (ahead.get(n) == step or behind.get(n) == left)
+                for n, k in out.get(path[-1], {}).items()
+                if k & mask and n in on_path and (ahead.get(n) == step or behind.get(n) == left)
             ]
             path.append(min(candidates))
         return path
@@ -221,7 +251,7 @@ class GraphIndex:
     def nbytes(self) -> int:
         """About how many bytes the index holds (Python objects, estimated)."""
         links = sum(len(s) for s in self.out.values())
-        return 330 * len(self.nodes) + 2 * 120 * links
+        return 330 * len(self.nodes) + 2 * 140 * links
 
     def __repr__(self) -> str:
         return f"GraphIndex({self.graph!r}, nodes={len(self.nodes)})"

@@ -1,0 +1,190 @@
+"""Remote agent turns with the change log: the decision graph followed client-side or not.
+
+One client on an Oxigraph server that already holds ``--stored`` memories and as many
+decision nodes; one turn = ``Memories.save`` + ``Memories.search(limit=5)`` +
+``DecisionGraph.add_node`` x2 + ``add_edge`` + ``query("active_goals")`` +
+``query("recent_decisions", limit=5)`` + ``store.update("turns")``. Two clients are measured
+in alternating rounds on the same server: *followed* (the default: the client keeps the
+graph's node and link index and reads only what the change log names) and *read each time*
+(the same client with the graph follower turned off, so both queries go to the server, as
+before). Every turn is counted, the first included: p50, p99, slowest and turns/s.
+
+Run: ``python benchmarks/bench_remote_turns.py [--quick] [--stored N] [--turns N]``; a full
+run writes ``benchmarks/results/remote_turns.md`` (a quick run writes to a temp file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_io import write_results
+from servers import OxigraphServer
+
+import rdfmem.domain.decision_reader as reader_module
+from rdfmem import DecisionGraph, Edge, Memories, Memory, Node, RdfStore
+
+HERE = Path(__file__).resolve().parent
+WORDS = [
+    "latency",
+    "cache",
+    "index",
+    "search",
+    "query",
+    "rank",
+    "vector",
+    "graph",
+    "memory",
+    "agent",
+    "goal",
+    "plan",
+]
+
+
+def text(rng: random.Random, n: int = 12) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def preload(remote: RdfStore, stored: int) -> None:
+    """``stored`` memories and decision nodes (a chain of leads_to edges), written in an
+    embedded store and loaded into the server in one request."""
+    rng = random.Random(stored)
+    local = RdfStore()
+    memories = Memories(local, project="bench")
+    for i in range(stored):
+        memories.save(Memory("project", f"Stored {i}", text(rng)))
+    graph = DecisionGraph(local)
+    kinds = ("goal", "decision", "option", "action", "outcome")
+    graph.add_nodes(
+        Node(id=f"n{i}", type=kinds[i % 5], label=f"node {i}")  # type: ignore[arg-type]
+        for i in range(stored)
+    )
+    graph.add_edges(
+        Edge(from_id=f"n{i - 1}", to_id=f"n{i}", type="leads_to") for i in range(1, stored)
+    )
+    remote.load(local.export("nquads"), format="nquads")
+    local.close()
+
+
+def make_turn(store: RdfStore, me: str) -> Callable[[int], None]:
+    memories, graph, rng = Memories(store, project="bench"), DecisionGraph(store), random.Random(1)
+
+    def turn(i: int) -> None:
+        memories.save(Memory("project", f"{me} note {i}", text(rng)))
+        memories.search(text(rng, 4), limit=5)
+        a = graph.add_node(Node(id=f"{me}a{i}", type="decision", label=f"{me} {i}"))
+        b = graph.add_node(Node(id=f"{me}b{i}", type="action", label=f"{me} act {i}"))
+        graph.add_edge(Edge(from_id=a.id, to_id=b.id, type="leads_to"))
+        graph.query("active_goals")
+        graph.query("recent_decisions", limit=5)
+        store.update("turns", lambda c: (c or 0) + 1)
+
+    return turn
+
+
+def timed(turn: Callable[[int], None], start: int, count: int, follow: bool) -> list[float]:
+    original = reader_module.graph_follower
+    if not follow:
+        reader_module.graph_follower = lambda store: None  # type: ignore[assignment]
+    try:
+        times = []
+        for i in range(start, start + count):
+            t0 = time.perf_counter()
+            turn(i)
+            times.append(time.perf_counter() - t0)
+        return times
+    finally:
+        reader_module.graph_follower = original  # type: ignore[assignment]
+
+
+def summary(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    return {
+        "p50": statistics.median(ordered) * 1e3,
+        "p99": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] * 1e3,
+        "max": ordered[-1] * 1e3,
+        "per_s": len(times) / sum(times),
+    }
+
+
+def run(stored: int, turns: int, rounds: int) -> list[str]:
+    tmp = Path(tempfile.mkdtemp(prefix="rdfmem-bench-turns-"))
+    server = OxigraphServer(tmp)
+    server.start()
+    try:
+        setup = server.connect(change_log=True)
+        t0 = time.perf_counter()
+        preload(setup, stored)
+        load_s = time.perf_counter() - t0
+        setup.close()
+        stores = {name: server.connect(change_log=True) for name in ("followed", "each time")}
+        turns_of = {name: make_turn(s, name[0]) for name, s in stores.items()}
+        times: dict[str, list[float]] = {name: [] for name in stores}
+        for r in range(rounds):
+            for name in stores:
+                times[name] += timed(turns_of[name], r * turns, turns, name == "followed")
+        for s in stores.values():
+            s.close()
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    mine, before = summary(times["followed"]), summary(times["each time"])
+    rows = [
+        f"| {name} | {s['per_s']:.1f} | {s['p50']:.1f} | {s['p99']:.1f} | {s['max']:.1f} |"
+        for name, s in (("graph followed (now)", mine), ("graph read each time", before))
+    ]
+    return [
+        f"## Remote turns at {stored:,} memories + {stored:,} nodes stored (Oxigraph server)",
+        "",
+        f"{rounds} rounds of {turns} turns per client, clients alternating; preload "
+        f"{load_s:.1f} s. Every turn counted, the first included.",
+        "",
+        "| client | turns/s | p50 ms | p99 ms | slowest ms |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+        f"followed / read each time: {mine['per_s'] / before['per_s']:.1f}x turns/s, "
+        f"p50 {before['p50'] / mine['p50']:.1f}x lower. Target (issue 21): >= 30 turns/s "
+        "at 10,000 stored.",
+        "",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="a smoke run")
+    parser.add_argument("--stored", type=int, help="memories and nodes stored (10,000)")
+    parser.add_argument("--turns", type=int, help="turns per round per client (50)")
+    args = parser.parse_args()
+    stored = args.stored or (300 if args.quick else 10_000)
+    turns, rounds = args.turns or (10 if args.quick else 50), 2 if args.quick else 4
+    lines = run(stored, turns, rounds)
+    load = os.getloadavg()[0]
+    text_out = "\n".join(
+        [
+            "# Remote agent turns",
+            "",
+            f"`python benchmarks/bench_remote_turns.py{' --quick' if args.quick else ''}` on "
+            f"CPython {platform.python_version()}, {os.cpu_count()} cores, load average "
+            f"{load:.1f} at the end (a shared machine: the ratio is the result).",
+            "",
+            *lines,
+        ]
+    )
+    write_results(HERE / "results" / "remote_turns.md", text_out + "\n", quick=args.quick)
+    print(text_out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""The node and link index of a remote decision graph, kept in this process and fresh by
+the server's change log, as ``follow.Follower`` keeps memory vectors.
+
+A ``GraphFollower`` holds one ``GraphIndex`` per named graph of a remote store whose
+clients keep the change log. Before each read it asks the server what changed since it
+last looked (one small query); a graph changed subject by subject has only those subjects
+read again (their node fields and the links leaving them), a graph changed in a way not
+listed subject by subject is read again whole, and a change of unknown scope (a raw
+``sparql_update`` through rdfmem, a pruned log, the first look) reads every graph again.
+
+**The rule** is the vector follower's (``follow.py``): a read never misses an rdfmem write
+that returned before it began. Writes by other SPARQL clients are not in the log: a read
+sees them once ``max_age_s`` has passed since its graph was last read whole, or at once
+after ``forget()``.
+
+>>> from rdfmem import RdfStore
+>>> graph_follower(RdfStore()) is None    # an embedded store keeps its own index
+True
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from rdfmem.backends.sparql.client import SparqlBackend
+from rdfmem.store.indexes.graph import GraphIndex
+
+__all__ = ["GraphFollower", "NodeRow", "graph_follower"]
+
+#: ``(iri, kind, status, key, value)`` of a node, as ``GraphIndex.put_node`` takes it.
+NodeRow = tuple[str, str, str, Any, Any]
+#: ``(nodes, links)`` of a whole graph; links are ``(source, target, mask)``.
+Whole = tuple[Iterable[NodeRow], Iterable[tuple[str, str, int]]]
+#: The same for some subjects: their nodes (absent ones are gone) and the links leaving them.
+Some = tuple[Iterable[NodeRow], Iterable[tuple[str, str, int]]]
+
+_followers: weakref.WeakKeyDictionary[Any, GraphFollower] = weakref.WeakKeyDictionary()
+_registry_lock = threading.Lock()
+
+
+def graph_follower(store: Any) -> GraphFollower | None:
+    """The graph follower of an ``RdfStore`` on a remote backend that keeps the change log
+    (one per backend object, shared by every view and reader of it); None for any other."""
+    backend = store.backend
+    if not isinstance(backend, SparqlBackend) or not backend.change_log:
+        return None
+    with _registry_lock:
+        found = _followers.get(backend)
+        if found is None:
+            found = _followers[backend] = GraphFollower(backend)
+        return found
+
+
+class GraphFollower:
+    """Graph indexes of one remote store with the change-log cursor that keeps them fresh.
+
+    Thread-safe: ``lock`` is held while an index is brought up to date and read."""
+
+    def __init__(self, backend: Any, max_age_s: float | None = 60.0) -> None:
+        self.backend = backend
+        self.max_age_s = max_age_s
+        self.lock = threading.RLock()
+        self.cursor: Any = None
+        self.indexes: dict[str, GraphIndex] = {}
+        self.read_at: dict[str, float] = {}  # when each graph was last read whole
+        self.pending: dict[str, set[str]] = {}  # subjects to read again, by graph
+
+    def fresh(
+        self,
+        graph: str,
+        read_whole: Callable[[], Whole],
+        read_some: Callable[[Sequence[str]], Some],
+    ) -> GraphIndex:
+        """The index of ``graph``, after following the change log; call with ``lock``
+        held, and read the index before releasing it."""
+        self._follow()
+        now = time.monotonic()
+        index = self.indexes.get(graph)
+        if index is None or self._old(graph, now):
+            index = GraphIndex(graph)
+            nodes, links = read_whole()
+            index.rebuild(nodes, links)
+            self.indexes[graph] = index
+            self.read_at[graph] = now
+            self.pending.pop(graph, None)
+            return index
+        wanted = self.pending.pop(graph, None)
+        if wanted:
+            subjects = sorted(wanted)
+            nodes, links = read_some(subjects)
+            found = {row[0]: row for row in nodes}
+            for subject in subjects:
+                row = found.get(subject)
+                if row is None:
+                    index.remove_node(subject)
+                    continue
+                for target in list(index.out.get(subject, ())):
+                    index.unlink(subject, target)
+                index.put_node(*row)
+            for source, target, mask in links:
+                index.link(source, target, mask)
+        return index
+
+    def forget(self) -> None:
+        """Read every graph again at the next read."""
+        with self.lock:
+            self.indexes.clear()
+            self.read_at.clear()
+            self.pending.clear()
+
+    def _old(self, graph: str, now: float) -> bool:
+        return self.max_age_s is not None and now - self.read_at[graph] > self.max_age_s
+
+    def _follow(self) -> None:
+        changes = self.backend.changes_since(self.cursor)
+        self.cursor = changes.cursor
+        if changes.everything:
+            self.indexes.clear()
+            self.pending.clear()
+            return
+        for graph in changes.whole:
+            label = getattr(graph, "value", None)
+            if label is not None:
+                self.indexes.pop(label, None)
+                self.pending.pop(label, None)
+        for graph, subject in changes.subjects:
+            label = getattr(graph, "value", None)
+            if label is not None and label in self.indexes:
+                self.pending.setdefault(label, set()).add(subject.value)
