@@ -18,7 +18,7 @@ WRITER = """
 import sys
 from rdfmem import DecisionGraph, Edge, Memories, Memory, Node, RdfStore
 store = RdfStore.connect(sys.argv[1], sys.argv[2], change_log=True)
-memories = Memories(store, project="shared")
+memories = Memories(store, project="shared", ranking="vector")
 for line in sys.stdin:
     verb, rest = line.rstrip("\\n").split(" ", 1)
     title, _, content = rest.partition("|")
@@ -70,7 +70,7 @@ def titles(memories: Memories, query: str) -> list[str]:
 def tea_found(server: Server) -> tuple[RdfStore, Memories]:
     """A client keeping the change log that saved one memory and found it by search."""
     store = server.connect(change_log=True)
-    memories = Memories(store, project="shared")
+    memories = Memories(store, project="shared", ranking="vector")
     memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
     assert titles(memories, "green tea") == ["Tea"]
     return store, memories
@@ -103,7 +103,7 @@ def every_vector_removed_by_another_client(server: Server) -> None:
 def thirty_notes_followed(store: RdfStore) -> tuple[Memories, list[int], int]:
     """Thirty memories saved and searched once (every vector read), the sizes of the answers
     the store receives from now on, and the bytes of a search when nothing changed."""
-    memories = Memories(store, project="shared")
+    memories = Memories(store, project="shared", ranking="vector")
     for i in range(30):
         memories.save(Memory("project", f"Note {i}", f"ordinary note number {i}"))
     memories.search("note", limit=1)
@@ -150,7 +150,7 @@ def test_a_raw_update_through_rdfmem_reads_everything_again(server: Server) -> N
 def test_without_the_change_log_every_search_reads_the_server(server: Server) -> None:
     store = server.connect()
     assert store.follower(EMBEDDING) is None
-    memories = Memories(store, project="shared")
+    memories = Memories(store, project="shared", ranking="vector")
     memories.save(Memory("project", "Tea", "Eli drinks green tea every morning."))
     every_vector_removed_by_another_client(server)
     assert titles(memories, "green tea") == []
@@ -235,7 +235,7 @@ def test_a_poisoned_change_log_never_breaks_a_follower(
     writer.send("save Deploy|Deploy with make release on Fridays.")
     assert titles(memories, "how do we deploy a release")[0] == "Deploy"
     newcomer = server.connect(change_log=True)  # a new client reads the log from scratch
-    assert titles(Memories(newcomer, project="shared"), "green tea")[0] == "Tea"
+    assert titles(Memories(newcomer, project="shared", ranking="vector"), "green tea")[0] == "Tea"
     newcomer.close()
     rows = _log_rows(server)
     assert rows < 60  # the poison was pruned: the log holds only rdfmem's small records
