@@ -26,6 +26,7 @@ a breadth-first search from both ends that stops when they meet.
 from __future__ import annotations
 
 import bisect
+import pickle
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,13 +37,23 @@ ALL = -1
 
 
 class _Node:
-    __slots__ = ("key", "kind", "status", "value")
+    __slots__ = ("_raw", "_value", "key", "kind", "status")
 
-    def __init__(self, kind: str, status: str, key: Any, value: Any) -> None:
+    def __init__(self, kind: str, status: str, key: Any, value: Any, raw: bytes = b"") -> None:
         self.kind = kind
         self.status = status
         self.key = key
-        self.value = value
+        self._value = value
+        self._raw = raw  # a saved index's value, unpickled when first read
+
+    @property
+    def value(self) -> Any:
+        if self._raw:
+            self._value, self._raw = pickle.loads(self._raw), b""  # the owner's own file
+        return self._value
+
+    def raw(self) -> bytes:
+        return self._raw or pickle.dumps(self._value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class GraphIndex:
@@ -63,6 +74,26 @@ class GraphIndex:
 
     def clear(self) -> None:
         self.nodes, self.out, self.into, self._by_kind, self._by_status = {}, {}, {}, {}, {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Saved beside an on-disk store (``IndexHub.export``): each node's value pickled on
+        # its own, so that loading the index makes no node objects until they are read.
+        state = dict(self.__dict__)
+        nodes = list(self.nodes.items())
+        state["nodes"] = (
+            [iri for iri, _ in nodes],
+            [(n.kind, n.status, n.key) for _, n in nodes],
+            [n.raw() for _, n in nodes],
+        )
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        iris, fields, raws = state.pop("nodes")
+        self.__dict__.update(state)
+        self.nodes = {
+            iri: _Node(kind, status, key, None, raw)
+            for iri, (kind, status, key), raw in zip(iris, fields, raws, strict=True)
+        }
 
     def rebuild(
         self,
