@@ -76,6 +76,7 @@ class Result:
     rps: float
     p50_ms: float
     p99_ms: float
+    slowest_ms: float
     errors: int
 
 
@@ -123,6 +124,27 @@ _FORK_PER_READ = (
     "store = RdfStore.open(sys.argv[1]); "
     "serve(store, port=int(sys.argv[2]), access_log=False, sandbox='fork')"
 )
+
+
+#: Reader processes of ``rdfmem serve --workers N`` (one per core, at most 4).
+READERS = max(1, min(4, os.cpu_count() or 1))
+_WITH_READERS = (
+    "import sys; from rdfmem import RdfStore; from rdfmem.server import serve; "
+    "store = RdfStore.open(sys.argv[1]); "
+    "serve(store, port=int(sys.argv[2]), access_log=False, workers=int(sys.argv[3]))"
+)
+
+
+READERS_NAME = f"rdfmem serve, {READERS} readers"
+
+
+def start_rdfmem_readers(store: Path, port: int) -> subprocess.Popen[bytes]:
+    """rdfmem serve with ``READERS`` reader processes on one socket (read-only opens)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _WITH_READERS, str(store), str(port), str(READERS)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def start_rdfmem_threads(store: Path, port: int) -> subprocess.Popen[bytes]:
@@ -211,6 +233,7 @@ def run_wrk(url: str, connections: int, seconds: int, subjects: int, script: Pat
         check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))  # type: ignore[union-attr]
+    slowest = _ms(re.search(r"Latency\s+\S+\s+\S+\s+(\S+)", out).group(1))  # type: ignore[union-attr]
     p50 = _ms(re.search(r"\s50%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
     p99 = _ms(re.search(r"\s99%\s+(\S+)", out).group(1))  # type: ignore[union-attr]
     errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
@@ -220,7 +243,7 @@ def run_wrk(url: str, connections: int, seconds: int, subjects: int, script: Pat
     failed = int(errors.group(1)) if errors else 0
     if socket_errors:
         failed += sum(int(x) for x in socket_errors.groups())
-    return rps, p50, p99, failed
+    return rps, p50, p99, slowest, failed
 
 
 #: Client processes of the Python load generator: one process's GIL would bound the rate.
@@ -281,7 +304,7 @@ def run_python(url: str, connections: int, seconds: int, subjects: int, kind: st
     errors = sum(e for _, e in parts)
     p50 = statistics.median(latencies) * 1e3
     p99 = latencies[int(len(latencies) * 0.99) - 1] * 1e3
-    return len(latencies) / elapsed, p50, p99, errors
+    return len(latencies) / elapsed, p50, p99, latencies[-1] * 1e3, errors
 
 
 def _http_stack() -> str:
@@ -319,15 +342,20 @@ def main() -> None:
 
     with RdfStore.open(tmp / "rdfmem-forking") as store:
         store.load(data)
+    with RdfStore.open(tmp / "rdfmem-readers") as store:
+        store.load(data)
 
     ox_port, rm_port, th_port, fk_port = free_port(), free_port(), free_port(), free_port()
+    rd_port = free_port()
     ox_proc = start_oxigraph(tmp / "oxigraph", ox_port)
     rm_proc = start_rdfmem(tmp / "rdfmem", rm_port)
     th_proc = start_rdfmem_threads(tmp / "rdfmem-threads", th_port)
     fk_proc = start_rdfmem_forking(tmp / "rdfmem-forking", fk_port)
+    rd_proc = start_rdfmem_readers(tmp / "rdfmem-readers", rd_port)
     servers = [
         ("oxigraph serve", f"http://127.0.0.1:{ox_port}/query", ox_proc),
         ("rdfmem serve", f"http://127.0.0.1:{rm_port}/sparql", rm_proc),
+        (READERS_NAME, f"http://127.0.0.1:{rd_port}/sparql", rd_proc),
         ("rdfmem, fork per read", f"http://127.0.0.1:{fk_port}/sparql", fk_proc),
         ("rdfmem, no child process", f"http://127.0.0.1:{th_port}/sparql", th_proc),
     ]
@@ -348,7 +376,8 @@ def main() -> None:
                     results.append(Result(name, kind, connections, *measured))
                     print(
                         f"{name:25} {kind:5} c={connections}: {measured[0]:8.0f} req/s  "
-                        f"p50 {measured[1]:.2f} ms  p99 {measured[2]:.2f} ms  errors {measured[3]}"
+                        f"p50 {measured[1]:.2f} ms  p99 {measured[2]:.2f} ms  "
+                        f"slowest {measured[3]:.1f} ms  errors {measured[4]}"
                     )
     finally:
         for _, _, proc in servers:
@@ -382,18 +411,22 @@ def write_report(
         "sandbox: a child process kept from one read to the next until a write, killed at "
         "the time limit and capped in memory (`rdfmem.store.sandbox`). `rdfmem, fork per "
         "read` forks a child for each such read instead (the server before the sandbox, "
-        "`sandbox='fork'`); `rdfmem, no child process` has isolation off (`isolate=False`).",
+        "`sandbox='fork'`); `rdfmem, no child process` has isolation off (`isolate=False`); "
+        f"`{READERS_NAME}` is `serve(store, workers={READERS})`: {READERS} reader processes "
+        "on the one listening socket, each with a read-only open of the store reopened when "
+        "the owner's write generation moves, the owner keeping the writes "
+        "(`rdfmem.server.fleet`).",
         "",
-        "| query | server | connections | requests/s | p50 ms | p99 ms | errors "
+        "| query | server | connections | requests/s | p50 ms | p99 ms | slowest ms | errors "
         "| vs oxigraph serve |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         base = by.get(("oxigraph serve", r.query, r.connections))
         ratio = r.rps / base.rps if base else float("nan")
         lines.append(
             f"| {r.query} | {r.server} | {r.connections} | {r.rps:,.0f} | {r.p50_ms:.2f} "
-            f"| {r.p99_ms:.2f} | {r.errors} | {ratio:.2f}x |"
+            f"| {r.p99_ms:.2f} | {r.slowest_ms:.1f} | {r.errors} | {ratio:.2f}x |"
         )
     costs = []
     for connections in sorted({r.connections for r in results}):

@@ -75,7 +75,19 @@ def demo(folder: Path) -> None:
     metavar="NAME",
     help="Also answer to Host NAME (localhost, IP addresses and --host are always; '*': any).",
 )
-@click.option("--max-connections", default=256, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--max-connections",
+    default=None,
+    type=click.IntRange(min=1),
+    help="At most this many open connections (default: derived from the descriptor limit).",
+)
+@click.option(
+    "--workers",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Reader processes on the one socket (an on-disk store); 0: this process answers.",
+)
 @click.option(
     "--header-timeout",
     default=10.0,
@@ -96,7 +108,8 @@ def serve(
     token: str | None,
     cors: tuple[str, ...],
     allowed_hosts: tuple[str, ...],
-    max_connections: int,
+    max_connections: int | None,
+    workers: int,
     header_timeout: float,
     timeout: float,
     max_concurrent: int,
@@ -130,6 +143,7 @@ def serve(
             cors=cors,
             allowed_hosts=allowed_hosts,
             max_connections=max_connections,
+            workers=workers,
             header_timeout=header_timeout,
             body_timeout=3 * header_timeout,
             timeout=timeout,

@@ -5,7 +5,6 @@ agent's memory while the agent keeps using it.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import ipaddress
 import socket
@@ -16,12 +15,13 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from rdfmem.core.errors import BackingError
 from rdfmem.server.app import create_app
+from rdfmem.server.fleet import Fleet, readable_folder
+from rdfmem.server.protocols import LISTEN_BACKLOG, ShedServer, bounded_protocol
+from rdfmem.server.shedding import Room, Shedder, connection_room
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["BackgroundServer", "serve"]
@@ -35,94 +35,21 @@ _UVICORN: dict[str, Any] = {
     "proxy_headers": False,
     "timeout_keep_alive": 5,
 }
-#: Connections open at once; more are closed as soon as they are accepted.
-MAX_CONNECTIONS = 256
 #: Seconds a client may take to send a request's line and headers.
 HEADER_TIMEOUT = 10.0
 
 
-class _Limits:
-    """The two limits uvicorn's HTTP protocols lack: a cap on open connections, and a time
-    limit on receiving a request's line and headers (slow clients cannot hold descriptors).
-    Mixed into uvicorn's httptools protocol (when installed) or its h11 protocol."""
-
-    max_connections = MAX_CONNECTIONS
-    header_timeout = HEADER_TIMEOUT
-    _header_timer: asyncio.TimerHandle | None = None
-    connections: set[Any]
-    loop: asyncio.AbstractEventLoop
-    transport: asyncio.Transport
-
-    def _admit(self, transport: asyncio.Transport) -> None:
-        if len(self.connections) > self.max_connections:
-            transport.abort()  # over the cap: refuse at once, keep answering the others
-            return
-        self._arm()
-
-    def _arm(self) -> None:
-        if self._header_timer is None and not self.transport.is_closing():
-            self._header_timer = self.loop.call_later(self.header_timeout, self._too_slow)
-
-    def _disarm(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-
-    def _too_slow(self) -> None:
-        self._header_timer = None
-        if not self.transport.is_closing():
-            self.transport.close()
-
-
-class _BoundedH11(_Limits, H11Protocol):
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._admit(transport)
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self.conn.their_state is h11.IDLE:  # still waiting for a request's headers
-            self._arm()
-        else:
-            self._disarm()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-
-_PROTOCOLS: list[type[Any]] = [_BoundedH11]
-try:  # uvicorn's faster parser, when installed
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class _BoundedHttpTools(_Limits, HttpToolsProtocol):
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._admit(transport)
-
-        def on_message_begin(self) -> None:
-            super().on_message_begin()
-            self._arm()
-
-        def on_headers_complete(self) -> None:
-            self._disarm()
-            super().on_headers_complete()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-    _PROTOCOLS.insert(0, _BoundedHttpTools)
-except ImportError:  # pragma: no cover - httptools is optional
-    pass
-
-
-def _bounded(max_connections: int, header_timeout: float) -> type[Any]:
-    return type(
-        "BoundedHttp",
-        (_PROTOCOLS[0],),
-        {"max_connections": max_connections, "header_timeout": header_timeout},
+def _server(app: Any, room: Room, header_timeout: float, **config: Any) -> ShedServer:
+    """uvicorn serving ``app`` with the connection cap of ``room`` (see ``shedding.py``)."""
+    shedder = Shedder(room.cap)
+    settings = uvicorn.Config(
+        app,
+        http=bounded_protocol(shedder, header_timeout),
+        backlog=room.burst,  # connections accepted per wake-up; the kernel's queue stays long
+        **_UVICORN,
+        **config,
     )
+    return ShedServer(settings, shedder, room.burst)
 
 
 def _names(host: str, allowed: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -154,7 +81,7 @@ def _bind(host: str, port: int) -> socket.socket:
         else:
             message = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
         raise BackingError(message, cause=exc) from exc
-    sock.listen(2048)
+    sock.listen(LISTEN_BACKLOG)
     sock.set_inheritable(True)
     return sock
 
@@ -172,16 +99,22 @@ def serve(
     access_log: bool = True,
     log_level: str = "info",
     allowed_hosts: tuple[str, ...] | list[str] = (),
-    max_connections: int = MAX_CONNECTIONS,
+    max_connections: int | None = None,
     header_timeout: float = HEADER_TIMEOUT,
     announce: Callable[[str], object] | None = None,
+    workers: int = 0,
     **options: Any,
 ) -> None:
     """Serve ``store`` until interrupted (Ctrl-C). ``options`` go to ``create_app``.
 
     ``allowed_hosts`` are host names besides ``localhost`` and IP addresses that the server
-    answers to (the bound name is added); ``max_connections`` caps open connections and
-    ``header_timeout`` is how long a client may take to send its request headers.
+    answers to (the bound name is added); ``max_connections`` caps open connections (the cap
+    derived from the descriptor limit when None, and never above it: ``shedding.py``; at the
+    cap the slowest waiting connection is closed to admit a new one) and ``header_timeout``
+    is how long a client may take to send its request headers.
+    ``workers``: answer from that many reader processes on the one listening socket, each
+    with a read-only open of the store (an on-disk store this process owns; ``fleet.py``),
+    this process keeping the writes.
     ``announce`` is called with the server's URL once the address is listened on, and only
     then (a busy port raises before anything says "serving").
 
@@ -189,25 +122,99 @@ def serve(
         BackingError: the address cannot be listened on.
         ServerConfigError: options that do not fit together.
     """
-    app = create_app(store, allowed_hosts=_names(host, allowed_hosts), **options)
+    names = _names(host, allowed_hosts)
+    if workers:
+        readable_folder(store)  # before anything listens: an unfit store is refused
+    app = create_app(store, allowed_hosts=names, **options)
     sock = _bind(host, port)
     if announce is not None:
         announce(_url(host, int(sock.getsockname()[1])))
+    if workers:
+        _serve_with_readers(
+            store,
+            app,
+            sock,
+            workers,
+            names,
+            header_timeout,
+            options,
+            {
+                "max_connections": max_connections,
+                "header_timeout": header_timeout,
+                "access_log": access_log,
+                "log_level": log_level,
+            },
+        )
+        return
     # This process only serves: hand the GIL between the event loop and the query workers
     # every 0.2 ms rather than 5 ms, or each worker waits for the busy loop (+30% req/s).
     sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
-    config = uvicorn.Config(
-        app,
-        access_log=access_log,
-        log_level=log_level,
-        http=_bounded(max_connections, header_timeout),
-        **_UVICORN,
-    )
+    room = connection_room(max_connections)
+    server = _server(app, room, header_timeout, access_log=access_log, log_level=log_level)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         sock.close()
         app.close()
+
+
+def _serve_with_readers(
+    store: RdfStore,
+    app: Any,
+    sock: socket.socket,
+    workers: int,
+    names: tuple[str, ...],
+    header_timeout: float,
+    options: dict[str, Any],
+    server_options: dict[str, Any],
+) -> None:
+    """The owner's side of ``serve(workers=N)``: the readers take the public socket, this
+    process answers only the updates they send on, on a private loopback port."""
+    private = _bind("127.0.0.1", 0)
+    reader_options = {k: v for k, v in options.items() if k not in ("allow_update", "token")}
+    reader_options["allowed_hosts"] = list(names)
+    fleet = Fleet(
+        store,
+        workers,
+        listen_fd=sock.fileno(),
+        owner_url=_url("127.0.0.1", int(private.getsockname()[1])),
+        app_options=reader_options,
+        server_options=server_options,
+    )
+    room = connection_room(server_options["max_connections"])
+    server = _server(
+        app,
+        room,
+        header_timeout,
+        access_log=server_options["access_log"],
+        log_level=server_options["log_level"],
+    )
+    fleet.start()
+    try:
+        server.run(sockets=[private])
+    finally:
+        fleet.stop()
+        private.close()
+        sock.close()
+        app.close()
+
+
+def run_reader(app: Any, sock: socket.socket, settings: dict[str, Any]) -> None:
+    """Serve ``app`` on the inherited listening ``sock`` until stopped (a reader process of
+    ``serve(workers=N)``; ``readers.py``)."""
+    sys.setswitchinterval(min(sys.getswitchinterval(), 0.0002))
+    room = connection_room(settings["max_connections"])
+    server = _server(
+        app,
+        room,
+        settings["header_timeout"],
+        access_log=settings["access_log"],
+        log_level=settings["log_level"],
+    )
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 class BackgroundServer:
@@ -231,7 +238,7 @@ class BackgroundServer:
         port: int = 0,
         log_level: str = "warning",
         allowed_hosts: tuple[str, ...] | list[str] = (),
-        max_connections: int = MAX_CONNECTIONS,
+        max_connections: int | None = None,
         header_timeout: float = HEADER_TIMEOUT,
         **options: Any,
     ) -> None:
@@ -239,14 +246,10 @@ class BackgroundServer:
         self._sock = _bind(host, port)
         self.host = host
         self.port = int(self._sock.getsockname()[1])
-        config = uvicorn.Config(
-            self.app,
-            access_log=False,
-            log_level=log_level,
-            http=_bounded(max_connections, header_timeout),
-            **_UVICORN,
+        room = connection_room(max_connections)
+        self._server = _server(
+            self.app, room, header_timeout, access_log=False, log_level=log_level
         )
-        self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,
             kwargs={"sockets": [self._sock]},

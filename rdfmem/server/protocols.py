@@ -1,0 +1,184 @@
+"""uvicorn's HTTP protocols with what they lack: a time limit on a request's line and headers,
+and a cap on open connections that sheds the slowest waiting one (``shedding.py``).
+
+Each connection tells its server's ``Shedder`` when it starts waiting (connected, a request
+begun, an answer sent on a kept-alive connection) and when it becomes busy (a request arrived
+whole): the shedder closes the connection waiting longest when a new one passes the cap.
+Pipelined requests are not told apart: a connection that begins a second request while its
+first is answered counts as waiting again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from rdfmem.server.shedding import Shedder
+
+__all__ = ["LISTEN_BACKLOG", "ShedServer", "bounded_protocol"]
+
+_log = logging.getLogger("rdfmem.server")
+
+#: Connections the kernel holds for the server before it accepts them.
+LISTEN_BACKLOG = 2048
+#: Seconds between two warnings that the process ran out of descriptors.
+_WARN_EVERY = 10.0
+
+
+class _Limits:
+    """Mixed into uvicorn's httptools protocol (when installed) or its h11 protocol."""
+
+    shedder: Shedder
+    header_timeout: float
+    _header_timer: asyncio.TimerHandle | None = None
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+
+    def _admit(self) -> None:
+        if self.shedder.opened(self):
+            self._arm()
+
+    def shed(self) -> None:
+        """Close at once (the shedder chose this connection); its descriptor is released."""
+        self._disarm()
+        self.transport.abort()
+
+    def _arm(self) -> None:
+        if self._header_timer is None and not self.transport.is_closing():
+            self._header_timer = self.loop.call_later(self.header_timeout, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _too_slow(self) -> None:
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def _gone(self) -> None:
+        self._disarm()
+        self.shedder.closed(self)
+
+
+class _BoundedH11(_Limits, H11Protocol):
+    conn: h11.Connection
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._admit()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        state = self.conn.their_state
+        if state is h11.IDLE:  # still waiting for a request's headers
+            self._arm()
+        else:
+            self._disarm()
+        if state is h11.IDLE or state is h11.SEND_BODY:
+            pass  # still waiting: its place in the shedder's line stays
+        else:
+            self.shedder.busy(self)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self.shedder.waiting(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._gone()
+        super().connection_lost(exc)
+
+
+_PROTOCOLS: list[type[Any]] = [_BoundedH11]
+try:  # uvicorn's faster parser, when installed
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class _BoundedHttpTools(_Limits, HttpToolsProtocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._admit()
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.shedder.waiting(self)  # a request begun: its wait starts now
+            self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self.shedder.busy(self)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self.shedder.waiting(self)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._gone()
+            super().connection_lost(exc)
+
+    _PROTOCOLS.insert(0, _BoundedHttpTools)
+except ImportError:  # pragma: no cover - httptools is optional
+    pass
+
+
+def bounded_protocol(shedder: Shedder, header_timeout: float) -> type[Any]:
+    """uvicorn's HTTP protocol class, its connections counted by ``shedder`` and given
+    ``header_timeout`` seconds to send a request's line and headers."""
+    return type(
+        "BoundedHttp",
+        (_PROTOCOLS[0],),
+        {"shedder": shedder, "header_timeout": header_timeout},
+    )
+
+
+class ShedServer(uvicorn.Server):
+    """uvicorn's server, accepting ``burst`` connections at most per wake-up of the event loop
+    (asyncio's loop; uvloop accepts what is there) while the kernel keeps a long queue, and
+    shedding waiting connections when the process runs out of descriptors anyway."""
+
+    def __init__(self, config: uvicorn.Config, shedder: Shedder, burst: int) -> None:
+        super().__init__(config)
+        self.shedder = shedder
+        self.burst = burst
+        self._warned = float("-inf")
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        previous = loop.get_exception_handler()
+
+        def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            if context.get("message") == "socket.accept() out of system resource":
+                self._out_of_descriptors()  # asyncio accepts again in a second
+                return
+            if previous is not None:
+                previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+
+        loop.set_exception_handler(handler)
+        await super().startup(sockets)
+        for sock in sockets or ():
+            sock.listen(LISTEN_BACKLOG)  # asyncio listened with ``burst``: the queue stays long
+
+    def _out_of_descriptors(self) -> None:
+        shed = self.shedder.relieve(self.burst)
+        now = time.monotonic()
+        if now - self._warned >= _WARN_EVERY:
+            self._warned = now
+            _log.warning(
+                "out of file descriptors with %d connections open: shed %d waiting ones; "
+                "raise the limit (ulimit -n) or lower --max-connections",
+                self.shedder.open,
+                shed,
+            )

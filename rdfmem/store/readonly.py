@@ -1,0 +1,62 @@
+"""What lets other processes read an on-disk store this process owns (``rdfmem serve
+--workers``): the folder a read-only open needs, a hook on the owner's writes, and a store
+over a read-only open that can be opened again.
+
+RocksDB lets one process write a store and any number open it read-only; a read-only open
+sees the data as of its opening (the write-ahead log included: every acknowledged write).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pyoxigraph import Store
+
+from rdfmem.backends.oxigraph import OxigraphBackend
+from rdfmem.store.rdfstore import RdfStore
+
+__all__ = ["ReadOnlyOpen", "on_writes", "owned_folder"]
+
+
+def owned_folder(store: RdfStore) -> Path | None:
+    """The folder of ``store`` when it is an on-disk Oxigraph store this process opened
+    (and so writes alone); None for any other store."""
+    backend = store.backend
+    owned = isinstance(backend, OxigraphBackend) and backend.exclusive_writer
+    return backend.path if owned and isinstance(backend, OxigraphBackend) else None
+
+
+def on_writes(store: RdfStore, callback: Callable[[int], None]) -> Callable[[], None]:
+    """Call ``callback(generation)`` now and right after each write through ``store``'s
+    backend (before the write returns to its caller); returns what undoes that."""
+    backend = store.backend
+    original = backend.wrote
+
+    def wrote() -> None:
+        original()
+        callback(backend.generation)
+
+    callback(backend.generation)
+    setattr(backend, "wrote", wrote)  # noqa: B010 - this instance only, undone below
+
+    def undo() -> None:
+        vars(backend).pop("wrote", None)
+
+    return undo
+
+
+class ReadOnlyOpen:
+    """An ``RdfStore`` (``store``) over a read-only open of the on-disk store at ``path``;
+    ``reopen`` opens it again to see later writes (its ``generation`` moves)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._backend = OxigraphBackend(store=Store.read_only(self.path))
+        self.store = RdfStore(self._backend)
+
+    def reopen(self) -> None:
+        """Open the files again: reads from now on see every write made before this call.
+        Reads under way finish on the open they started with."""
+        self._backend.store = Store.read_only(self.path)
+        self._backend.wrote()  # caches and sandbox children keyed on the generation forget
