@@ -18,26 +18,63 @@ answer was lost with a killed owner raises ``Unreachable`` (it may have been app
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pyoxigraph import NamedNode
+from pyoxigraph import DefaultGraph, NamedNode, Quad
 
+from rdfmem.backends.base import Backend
 from rdfmem.backends.filelocks import SubjectFileLocks
-from rdfmem.backends.owner import CLOSING, reachable, socket_path
+from rdfmem.backends.journal import Scope, scope_of_quads
+from rdfmem.backends.owner import CLOSING, SCOPE_PARAM, reachable, socket_path
 from rdfmem.backends.sparql.client import SparqlBackend
+from rdfmem.backends.sparql.text import Changes
 from rdfmem.core.errors import StoreAlreadyOpen
 
-__all__ = ["AttachedBackend"]
+__all__ = ["AttachedBackend", "open_shared"]
 
 #: The URL of the owner's endpoint (the host name is never resolved: the socket is used).
 OWNER_URL = "http://rdfmem-owner/sparql"
+
+
+def not_served(path: Path, socket: Path) -> StoreAlreadyOpen:
+    """The error for files held by a process that does not serve them."""
+    return StoreAlreadyOpen(
+        f"the store at {path} is held by a process that does not serve it at {socket} "
+        "(another program, another user, or an rdfmem without sharing); close that "
+        "process, or open the store there",
+        cause=None,
+    )
+
+
+def open_shared(path: str | os.PathLike[str], wait_s: float = 5.0) -> Backend:
+    """The backend of an on-disk store for this process: the store's files when nobody
+    holds them (this process becomes the owner), else the owner's socket; tried in turn
+    for up to ``wait_s`` while the holder starts or leaves.
+
+    Raises:
+        StoreAlreadyOpen: the files are held by a process that does not serve them.
+    """
+    from rdfmem.backends.oxigraph import OxigraphBackend
+
+    socket = socket_path(path)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return OxigraphBackend(path)
+        except StoreAlreadyOpen as exc:
+            if reachable(socket):
+                return AttachedBackend(path, wait_s=wait_s)
+            if time.monotonic() >= deadline:
+                raise not_served(Path(path), socket) from exc
+        time.sleep(0.02)
 
 
 class AttachedBackend(SparqlBackend):
@@ -57,12 +94,65 @@ class AttachedBackend(SparqlBackend):
         self.wait_s = wait_s
         self._owned: Any = None  # the OxigraphBackend this process opened on takeover
         self._takeover = threading.Lock()
-        self._await_owner()
+        self._local = threading.local()
+        self.reattach()
         super().__init__(
             OWNER_URL, transport=_Failover(self), snapshot_reads=True, lease_linger_ms=0, **options
         )
         self.persistent = True
         self._locks = SubjectFileLocks.of(self.path)
+
+    #: Readers of this store follow what changed through the owner's journal
+    #: (``changes_since``), as readers of a server keeping the change log do.
+    journaled = True
+
+    def scope(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> AbstractContextManager[Any]:
+        """This thread's updates inside the block change only ``subjects`` of ``graph``:
+        sent with each update, for the owner's journal."""
+        named = tuple(sorted(s.value for s in subjects)) if subjects else None
+        return self._scoped((graph.value, named))
+
+    @contextlib.contextmanager
+    def _scoped(self, scope: Scope | None) -> Iterator[None]:
+        before = getattr(self._local, "scope", None)
+        self._local.scope = scope
+        try:
+            yield
+        finally:
+            self._local.scope = before
+
+    def apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        with self._scoped(scope_of_quads([*remove, *add])):
+            super().apply(remove, add)
+
+    def send_update(self, sparql: str, extra: Mapping[str, str] | None = None) -> None:
+        scope = getattr(self._local, "scope", None)
+        if scope is not None:
+            extra = {**(extra or {}), SCOPE_PARAM: json.dumps([scope[0], scope[1]])}
+        super().send_update(sparql, extra)
+
+    def changes_since(
+        self,
+        cursor: tuple[float, frozenset[str]] | None = None,
+        *,
+        slack_s: float = 60.0,
+        retention_s: float = 3600.0,
+    ) -> Changes:
+        """What changed since ``cursor`` (None: everything), from the owner's journal:
+        one small request (``rdfmem.backends.journal``)."""
+        epoch = next(iter(cursor[1]), "") if cursor is not None else ""
+        since = int(cursor[0]) if cursor is not None else -1
+        response = self.client.get(
+            OWNER_URL.rsplit("/", 1)[0] + "/changes", params={"epoch": epoch, "since": since}
+        )
+        found = response.json() if response.status_code == 200 else {}
+        mark = (float(found.get("generation", -1)), frozenset({str(found.get("epoch", ""))}))
+        if cursor is None or found.get("everything", True):
+            return Changes(mark, frozenset(), True)
+        whole = frozenset(_graph(g) for g in found.get("whole", []))
+        subjects = frozenset((_graph(g), NamedNode(s)) for g, s in found.get("subjects", []))
+        graphs = frozenset(whole | {g for g, _ in subjects})
+        return Changes(mark, graphs, False, subjects, whole)
 
     @property
     def owner(self) -> bool:
@@ -105,12 +195,7 @@ class AttachedBackend(SparqlBackend):
             time.sleep(0.02)
 
     def _not_served(self) -> StoreAlreadyOpen:
-        return StoreAlreadyOpen(
-            f"the store at {self.path} is held by a process that does not serve it at "
-            f"{self.socket} (another program, another user, or an rdfmem without "
-            "sharing); close that process, or open the store there",
-            cause=None,
-        )
+        return not_served(self.path, self.socket)
 
     def close(self) -> None:
         if self.closed:
@@ -123,6 +208,10 @@ class AttachedBackend(SparqlBackend):
 
     def __repr__(self) -> str:
         return f"AttachedBackend({str(self.path)!r})"
+
+
+def _graph(name: str) -> NamedNode | DefaultGraph:
+    return DefaultGraph() if name == "" else NamedNode(name)
 
 
 class _Failover(httpx.BaseTransport):

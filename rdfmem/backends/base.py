@@ -17,6 +17,7 @@ nothing above it caches.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -218,6 +219,14 @@ class Backend(ABC):
         (``within``: an IRI prefix of every subject, which it may claim instead).
         """
         return self.lock
+
+    def scope(
+        self, graph: NamedNode, subjects: Sequence[NamedNode]
+    ) -> AbstractContextManager[Any]:
+        """Declare that this thread's writes inside the block change only ``subjects`` of
+        ``graph`` (all of it when empty): backends that tell readers what changed (a
+        server's change log, an owned store's journal) record exactly that. A no-op here."""
+        return contextlib.nullcontext()
 
     async def run_async(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a blocking call for an ``a*`` twin without blocking the event loop."""

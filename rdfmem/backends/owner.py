@@ -46,12 +46,14 @@ from pyoxigraph import (
 
 from rdfmem.backends.base import Backend
 
-__all__ = ["CLOSING", "SOCKET_NAME", "OwnerServer", "reachable", "socket_path"]
+__all__ = ["CLOSING", "SCOPE_PARAM", "SOCKET_NAME", "OwnerServer", "reachable", "socket_path"]
 
 SOCKET_NAME = "rdfmem.sock"
 #: A socket's path must fit in ``sockaddr_un.sun_path`` (108 bytes on Linux, 104 on macOS).
 _MAX_SOCKET_PATH = 100
 SERVER_HEADER = "rdfmem-owner (Oxigraph)"
+#: The form parameter of an update that carries what it changes (``_scope``).
+SCOPE_PARAM = "rdfmem-scope"
 #: The body of the 503 a closing owner answers: nothing was run, send it to the next owner.
 CLOSING = b"rdfmem owner closing"
 
@@ -183,7 +185,11 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:
-        params = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
+        where = urlsplit(self.path)
+        params = parse_qs(where.query, keep_blank_values=True)
+        if where.path == "/changes":
+            self._changes(params)
+            return
         if "query" not in params:
             self._answer(200, "text/plain", b"rdfmem owner: POST SPARQL queries and updates\n")
             return
@@ -214,7 +220,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _run_counted(self, params: dict[str, list[str]], *, update: bool) -> None:
         try:
             if update:
-                with self.store.lock:
+                journal = getattr(self.store, "journal", None)
+                scope = _scope(params.get(SCOPE_PARAM, [""])[0])
+                declared = contextlib.nullcontext() if journal is None else journal.declared(scope)
+                with self.store.lock, declared:
                     self.store.update(params["update"][0])
                 self._answer(204, "text/plain", b"")
                 return
@@ -232,6 +241,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._answer(200, media, data)
 
+    def _changes(self, params: dict[str, list[str]]) -> None:
+        journal = getattr(self.store, "journal", None)
+        try:
+            since = int(params.get("since", ["-1"])[0])
+        except ValueError:
+            since = -1
+        epoch = params.get("epoch", [""])[0]
+        if journal is None:
+            found = {"epoch": "", "generation": self.store.generation, "everything": True}
+        else:
+            found = journal.since(epoch, since)
+        self._answer(200, "application/json", json.dumps(found).encode("utf-8"))
+
     def _answer(self, status: int, media: str, data: bytes) -> None:
         self.send_response(status)
         self.send_header("Content-Type", media)
@@ -239,6 +261,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if data:
             self.wfile.write(data)
+
+
+def _scope(text: str) -> tuple[str, tuple[str, ...] | None] | None:
+    """The scope an attached process declared for its update (``[graph, [subjects]]``,
+    ``[graph, null]``), or None (unknown) for anything else."""
+    try:
+        found = json.loads(text) if text else None
+    except ValueError:
+        return None
+    if not (isinstance(found, list) and len(found) == 2 and isinstance(found[0], str)):
+        return None
+    graph, subjects = found
+    if subjects is None:
+        return (graph, None)
+    if isinstance(subjects, list) and all(isinstance(x, str) for x in subjects):
+        return (graph, tuple(subjects))
+    return None
 
 
 def _serialised(result: Any) -> tuple[str, bytes]:

@@ -24,6 +24,7 @@ from pyoxigraph import (
 from rdfmem.backends import indexfile
 from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
 from rdfmem.backends.filelocks import SubjectFileLocks
+from rdfmem.backends.journal import Journal, scope_of_quads
 from rdfmem.backends.owner import OwnerServer
 from rdfmem.core.errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
 from rdfmem.core.formats import check_rdf
@@ -64,6 +65,9 @@ class OxigraphBackend(Backend):
         self.persistent = path is not None
         self._locks: SubjectFileLocks | None = None
         self._owner: OwnerServer | None = None
+        #: What each write changed, for the processes attached to an on-disk store and for
+        #: this store's index hub (``rdfmem.backends.journal``); None in memory.
+        self.journal: Journal | None = None
         #: The indexes saved by the last owner, taken from the folder at open (the store's
         #: index hub loads them; ``rdfmem.backends.indexfile``) …
         self.saved_indexes: dict[str, Any] | None = None
@@ -86,6 +90,7 @@ class OxigraphBackend(Backend):
                 ) from exc
             raise BackingError(f"cannot open the store at {self.path}: {exc}", cause=exc) from exc
         if self.path is not None:
+            self.journal = Journal()
             # Taken before anything can write: a file left after this would be stale.
             self.saved_indexes = indexfile.unpack(indexfile.take(self.path), files)
             self._locks = SubjectFileLocks.of(self.path)
@@ -96,6 +101,25 @@ class OxigraphBackend(Backend):
                     self._owner = owner
                 except OSError as exc:  # the store works; other processes cannot attach
                     _log.warning("rdfmem: cannot serve %s to other processes: %s", self.path, exc)
+
+    def wrote(self) -> None:
+        journal = self.journal
+        if journal is None:
+            super().wrote()
+            return
+        with journal.lock:  # counted and noted together: the notes stay in order
+            super().wrote()
+            journal.note(self.generation, journal.current())
+
+    def scope(
+        self, graph: NamedNode, subjects: Sequence[NamedNode]
+    ) -> AbstractContextManager[Any]:
+        """On disk: note this thread's writes inside the block as changing only
+        ``subjects`` of ``graph`` (``rdfmem.backends.journal``)."""
+        if self.journal is None:
+            return contextlib.nullcontext()
+        named = tuple(sorted(s.value for s in subjects)) if subjects else None
+        return self.journal.declared((graph.value, named))
 
     def exclusive(
         self, subjects: Sequence[NamedNode], within: str | None = None
@@ -158,6 +182,13 @@ class OxigraphBackend(Backend):
         return iter(self.store.quads_for_pattern(subject, predicate, object, graph))
 
     def apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        if self.journal is not None:
+            with self.journal.declared(scope_of_quads([*remove, *add])):
+                self._apply(remove, add)
+            return
+        self._apply(remove, add)
+
+    def _apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
         store = self.store
         try:
             if not remove:

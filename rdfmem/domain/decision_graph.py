@@ -62,11 +62,12 @@ class DecisionGraph(DecisionReader):
         # and it stays fresh; when the block raises, a write that happened leaves it stale.
         # ``subjects``: the IRIs whose triples the write changes (none: any in the graph).
         hub = self.store.indexes
-        with self.store.exclusive(self.graph):
-            if hub is None:  # a server: its change log learns what changed (followers read it)
-                named = [NamedNode(s) for s in subjects] if len(subjects) <= _SUBJECTS else []
-                with self.store.declared(self._graph_term, named):
-                    yield None
+        named = [NamedNode(s) for s in subjects] if len(subjects) <= _SUBJECTS else []
+        # What changed is declared: a server's change log, or an owned store's journal,
+        # tells followers (other clients, attached processes) to read just that.
+        with self.store.exclusive(self.graph), self.store.declared(self._graph_term, named):
+            if hub is None:
+                yield None
                 return
             with hub.writing([self.graph]):
                 index = hub.known_graph_index(self.graph)

@@ -39,8 +39,9 @@ from rdfmem.domain.decision_models import (
     node_age,
     node_from_row,
 )
+from rdfmem.domain.embeddings import PATCH_LIMIT
 from rdfmem.store.indexes import GraphIndex
-from rdfmem.store.indexes.graph_follow import NodeRow, graph_follower
+from rdfmem.store.indexes.graph_follow import NodeRow, graph_follower, patch_subjects
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["DecisionReader"]
@@ -89,7 +90,11 @@ class DecisionReader:
         with hub.reading():
             index = hub.graph_index(self.graph)
             if not hub.fresh(index.seen, (self.graph,)):
-                self._rebuild(index)
+                changed = hub.changed(index.seen, (self.graph,))
+                if changed is None or len(changed) > PATCH_LIMIT:
+                    self._rebuild(index)
+                else:  # another process's writes, subject by subject (the journal)
+                    patch_subjects(index, sorted(s for _, s in changed), self._read_some)
                 index.seen = hub.generation
             yield index
 

@@ -34,7 +34,7 @@ import os
 import re
 import unicodedata
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -318,6 +318,30 @@ class VectorWrite:
         self.changes.append((subject, None))
 
 
+#: Past this many subjects written by other processes, an index is read again whole.
+PATCH_LIMIT = 2_000
+
+
+def patch(
+    index: Any,
+    changed: set[tuple[str, str]],
+    read: Callable[[str, Sequence[str]], Iterator[tuple[str, str, Any]]],
+) -> None:
+    """Bring ``index`` (a ``VectorSet`` or ``KeywordSet``) up to date with the subjects in
+    ``changed``: each is read again (``read(graph, subjects)``), or removed when gone."""
+    by_graph: dict[str, list[str]] = {}
+    for graph, subject in changed:
+        by_graph.setdefault(graph, []).append(subject)
+    for graph, subjects in by_graph.items():
+        found = {s: v for g, s, v in read(graph, sorted(subjects)) if g == graph}
+        for subject in subjects:
+            value = found.get(subject)
+            if value is None:
+                index.remove(graph, subject)
+            else:
+                index.put(graph, subject, value)
+
+
 class VectorIndex:
     """The stored vectors of some named graphs, searched by cosine.
 
@@ -369,9 +393,14 @@ class VectorIndex:
 
     def _fresh(self, hub: IndexHub, names: tuple[str, ...]) -> VectorSet:
         vectors = hub.vectors(names, self.predicate.value)
-        if not hub.fresh(vectors.seen, names):  # written around the index: load again
+        if hub.fresh(vectors.seen, names):
+            return vectors
+        changed = hub.changed(vectors.seen, names)
+        if changed is None or len(changed) > PATCH_LIMIT:  # written around it: load again
             vectors.rebuild(self._entries([NamedNode(g) for g in names]))
-            vectors.seen = hub.generation
+        else:  # another process's writes, subject by subject (an owned store's journal)
+            patch(vectors, changed, self._subject_entries)
+        vectors.seen = hub.generation
         return vectors
 
     @contextmanager
@@ -389,7 +418,7 @@ class VectorIndex:
             with self.store.declared(graph, subjects):
                 yield change
             return
-        with hub.writing([graph.value]):
+        with hub.writing([graph.value]), self.store.declared(graph, subjects):
             # The graph's own set is kept from the first write on (loaded here once when it
             # was not), so no later search pays for loading it.
             self._fresh(hub, (graph.value,))

@@ -29,7 +29,8 @@ from pyoxigraph import NamedNode
 
 from rdfmem.core.errors import InvalidValue
 from rdfmem.core.terms import sparql_term
-from rdfmem.domain.embeddings import Embedder, VectorIndex
+from rdfmem.domain.embeddings import PATCH_LIMIT, Embedder, VectorIndex, patch
+from rdfmem.store.indexes.follow import text_follower
 from rdfmem.store.indexes.keywords import KeywordSet
 
 if TYPE_CHECKING:
@@ -149,7 +150,10 @@ class TextIndex:
             return []
         names = tuple(dict.fromkeys(g.value for g in graphs))
         hub = self.store.indexes
-        if hub is None:  # read afresh, one set per graph as below
+        follower = text_follower(self.store, self.name) if hub is None else None
+        if follower is not None:  # the store tells what changed: fetch just that
+            hits = follower.search(names, query, limit, self._entries, self._subject_entries)
+        elif hub is None:  # read afresh, one set per graph as below
             sets = {g: KeywordSet((g,), self.name) for g in names}
             for graph, subject, text in self._entries(names):
                 sets[graph].put(graph, subject, text)
@@ -161,9 +165,14 @@ class TextIndex:
 
     def _fresh(self, hub: IndexHub, names: tuple[str, ...]) -> KeywordSet:
         texts = hub.keywords(names, self.name)
-        if not hub.fresh(texts.seen, names):  # written around the index: load again
+        if hub.fresh(texts.seen, names):
+            return texts
+        changed = hub.changed(texts.seen, names)
+        if changed is None or len(changed) > PATCH_LIMIT:  # written around it: load again
             texts.rebuild(self._entries(names))
-            texts.seen = hub.generation
+        else:  # another process's writes, subject by subject (an owned store's journal)
+            patch(texts, changed, self._subject_entries)
+        texts.seen = hub.generation
         return texts
 
     @contextmanager
@@ -194,10 +203,25 @@ class TextIndex:
     def _entries(self, names: Sequence[str]) -> Iterator[tuple[str, str, str]]:
         graphs = " ".join(sparql_term(NamedNode(g)) for g in names)
         predicates = " ".join(sparql_term(p) for p in self.predicates)
-        rows = self.store.query(
+        return self._texts(
             f"SELECT ?g ?s ?p ?o WHERE {{ VALUES ?g {{ {graphs} }} VALUES ?p {{ {predicates} }} "
             "GRAPH ?g { ?s ?p ?o } FILTER(isIRI(?s) && isLiteral(?o)) }"
         )
+
+    def _subject_entries(
+        self, graph: str, subjects: Sequence[str]
+    ) -> Iterator[tuple[str, str, str]]:
+        # As ``VectorIndex._subject_entries``: the subjects inside the GRAPH block.
+        values = " ".join(sparql_term(NamedNode(s)) for s in subjects)
+        predicates = " ".join(sparql_term(p) for p in self.predicates)
+        g = sparql_term(NamedNode(graph))
+        return self._texts(
+            f"SELECT ?g ?s ?p ?o WHERE {{ GRAPH ?g {{ VALUES ?s {{ {values} }} "
+            f"VALUES ?p {{ {predicates} }} ?s ?p ?o }} FILTER(?g = {g} && isLiteral(?o)) }}"
+        )
+
+    def _texts(self, sparql: str) -> Iterator[tuple[str, str, str]]:
+        rows = self.store.query(sparql)
         order = {p.value: i for i, p in enumerate(self.predicates)}
         parts: dict[tuple[str, str], list[tuple[int, str]]] = {}
         for row in rows:  # type: ignore[union-attr]

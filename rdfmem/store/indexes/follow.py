@@ -20,37 +20,79 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from numpy.typing import NDArray
 
+from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.vectors import VectorSet
 
-__all__ = ["Follower"]
+__all__ = ["Follower", "following", "text_follower"]
 
-#: ``(graph, subject, vector)`` of stored vectors.
-Entries = Iterator[tuple[str, str, NDArray[Any]]]
+#: ``(graph, subject, vector)`` of stored vectors (or ``(graph, subject, text)`` of texts).
+Entries = Iterator[tuple[str, str, Any]]
+
+
+def following(backend: Any) -> bool:
+    """True when ``backend`` tells its readers what changed: a remote store keeping the
+    change log, or a process attached to an on-disk store (the owner's journal)."""
+    return bool(getattr(backend, "change_log", False) or getattr(backend, "journaled", False))
+
+
+def max_age(backend: Any) -> float | None:
+    """How long a follower trusts a graph it read whole: forever where every write is
+    noted (the journal of an owned store), else 60 s (writes by other SPARQL clients are
+    not in a server's change log)."""
+    return None if getattr(backend, "journaled", False) else 60.0
+
+
+_texts: weakref.WeakKeyDictionary[Any, dict[str, Follower]] = weakref.WeakKeyDictionary()
+_texts_lock = threading.Lock()
+
+
+def text_follower(store: Any, name: str) -> Follower | None:
+    """The client-side copy of the texts called ``name`` (``rdfmem.domain.hybrid``) of a
+    store whose backend tells what changed (``following``); None on any other store."""
+    backend = store.backend
+    if store.indexes is not None or not following(backend):
+        return None
+    with _texts_lock:
+        found = _texts.setdefault(backend, {}).get(name)
+        if found is None:
+            found = _texts[backend][name] = Follower(
+                backend, name, max_age(backend), make=lambda g: KeywordSet((g,), name)
+            )
+        return found
 
 
 class Follower:
     """The vectors of one predicate on a remote store, graph by graph, with the change-log
     cursor that keeps them fresh. Thread-safe: one search at a time refreshes and reads."""
 
-    def __init__(self, backend: Any, predicate: str, max_age_s: float | None = 60.0) -> None:
+    def __init__(
+        self,
+        backend: Any,
+        predicate: str,
+        max_age_s: float | None = 60.0,
+        make: Callable[[str], Any] | None = None,
+    ) -> None:
         self.backend = backend
         self.predicate = predicate
         self.max_age_s = max_age_s
+        #: Makes the empty set of one graph (vectors of ``predicate`` by default).
+        self.make: Callable[[str], Any] = make or (lambda g: VectorSet((g,), predicate))
         self.lock = threading.Lock()
         self.cursor: Any = None
-        self.sets: dict[str, VectorSet] = {}
+        self.sets: dict[str, Any] = {}
         self.read_at: dict[str, float] = {}  # when each graph was last read whole
         self.pending: dict[str, set[str]] = {}  # subjects to fetch again, by graph
 
     def search(
         self,
         graphs: Sequence[str],
-        query: NDArray[Any],
+        query: NDArray[Any] | str,
         limit: int,
         read_graphs: Callable[[Sequence[str]], Entries],
         read_subjects: Callable[[str, Sequence[str]], Entries],
@@ -104,7 +146,7 @@ class Follower:
             if graph in by_graph:
                 by_graph[graph].append((graph, subject, vector))
         for graph, rows in by_graph.items():
-            vectors = VectorSet((graph,), self.predicate)
+            vectors = self.make(graph)
             vectors.rebuild(rows)
             self.sets[graph] = vectors
             self.read_at[graph] = now

@@ -27,9 +27,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rdfmem.backends.sparql.client import SparqlBackend
+from rdfmem.store.indexes.follow import following, max_age
 from rdfmem.store.indexes.graph import GraphIndex
 
-__all__ = ["GraphFollower", "NodeRow", "graph_follower"]
+__all__ = ["patch_subjects", "GraphFollower", "NodeRow", "graph_follower"]
 
 #: ``(iri, kind, status, key, value)`` of a node, as ``GraphIndex.put_node`` takes it.
 NodeRow = tuple[str, str, str, Any, Any]
@@ -46,13 +47,32 @@ def graph_follower(store: Any) -> GraphFollower | None:
     """The graph follower of an ``RdfStore`` on a remote backend that keeps the change log
     (one per backend object, shared by every view and reader of it); None for any other."""
     backend = store.backend
-    if not isinstance(backend, SparqlBackend) or not backend.change_log:
+    if not isinstance(backend, SparqlBackend) or not following(backend):
         return None
     with _registry_lock:
         found = _followers.get(backend)
         if found is None:
-            found = _followers[backend] = GraphFollower(backend)
+            found = _followers[backend] = GraphFollower(backend, max_age(backend))
         return found
+
+
+def patch_subjects(
+    index: GraphIndex, subjects: Sequence[str], read_some: Callable[[Sequence[str]], Some]
+) -> None:
+    """Read ``subjects`` (nodes and edges) of ``index``'s graph again into it: a node
+    gone is removed, a node found replaces its old self and its links out."""
+    nodes, links = read_some(subjects)
+    found = {row[0]: row for row in nodes}
+    for subject in subjects:
+        row = found.get(subject)
+        if row is None:
+            index.remove_node(subject)
+            continue
+        for target in list(index.out.get(subject, ())):
+            index.unlink(subject, target)
+        index.put_node(*row)
+    for source, target, mask in links:
+        index.link(source, target, mask)
 
 
 class GraphFollower:
@@ -90,19 +110,7 @@ class GraphFollower:
             return index
         wanted = self.pending.pop(graph, None)
         if wanted:
-            subjects = sorted(wanted)
-            nodes, links = read_some(subjects)
-            found = {row[0]: row for row in nodes}
-            for subject in subjects:
-                row = found.get(subject)
-                if row is None:
-                    index.remove_node(subject)
-                    continue
-                for target in list(index.out.get(subject, ())):
-                    index.unlink(subject, target)
-                index.put_node(*row)
-            for source, target, mask in links:
-                index.link(source, target, mask)
+            patch_subjects(index, sorted(wanted), read_some)
         return index
 
     def forget(self) -> None:

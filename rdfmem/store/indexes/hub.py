@@ -106,9 +106,17 @@ class IndexHub:
         generation = self.backend.generation
         if generation == self._told:
             return
-        self._told = generation
+        told, self._told = self._told, generation
         if graphs is None:
-            self.unknown = generation
+            # Not told: an owned store's journal may know (the writes its attached
+            # processes send declare their graphs), else unknown.
+            journal = getattr(self.backend, "journal", None)
+            noted = None if journal is None else journal.graphs_between(told, generation)
+            if noted is None:
+                self.unknown = generation
+            else:
+                for graph in noted:
+                    self.graph_generation[graph] = generation
         else:
             for graph in graphs:
                 self.graph_generation[graph] = generation
@@ -133,6 +141,20 @@ class IndexHub:
             return False
         get = self.graph_generation.get
         return all(get(g, -1) <= seen for g in graphs)
+
+    def changed(self, seen: int, graphs: Sequence[str]) -> set[tuple[str, str]] | None:
+        """The ``(graph, subject)`` pairs of ``graphs`` written since generation ``seen``
+        (empty when the index is fresh), when an owned store's journal knows them (writes
+        its attached processes sent); None when the index must be read again whole."""
+        if self.fresh(seen, graphs):
+            return set()
+        journal = getattr(self.backend, "journal", None)
+        if seen < 0 or seen < self.unknown or journal is None:
+            return None
+        found: set[tuple[str, str]] | None = journal.subjects_between(
+            seen, self.generation, set(graphs)
+        )
+        return found
 
     @contextmanager
     def reading(self) -> Iterator[IndexHub]:
