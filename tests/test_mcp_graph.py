@@ -258,3 +258,29 @@ def test_creation_order_survives_a_store_that_rewrites_times() -> None:
             (iri, GENERATED, Literal(when, datatype=xsd)),
         ]
     assert list(model_from_quads(g, rows).entities) == ["first", "second"]
+
+
+def test_a_cold_search_answers_as_the_graph_read_into_memory(tmp_path: Any) -> None:
+    """Right after opening, ``search_nodes`` and ``open_nodes`` ask the store for just what
+    they need (no whole-graph read); the answers are those of the mirror read afterwards."""
+    path = str(tmp_path / "store")
+    with RdfStore.open(path) as store:
+        kg = KnowledgeGraph(store)
+        people = [
+            entity(f"P{i}", "person" if i % 2 else "robot", f"likes {i}", "Tea") for i in range(30)
+        ]
+        kg.create_entities([*people, entity('Qu"ote }>', "ÄÖ", "naïve 東京")])
+        kg.create_relations([rel(f"P{i}", f"P{i + 1}", "knows") for i in range(29)])
+        kg.create_relations([rel("P1", "Nobody", "ghost")])
+    queries = ["p1", "ROBOT", "tea", "likes 2", "äö", "東京", "nothing", ""]
+    with RdfStore.open(path) as store:
+        kg = KnowledgeGraph(store)
+        assert kg.cold
+        cold = {q: kg.search_nodes(q) for q in queries if q}
+        opened = kg.open_nodes(["P3", "Nobody", 'Qu"ote }>'])
+        assert kg.cold  # nothing above read the whole graph
+        kg.warm()
+        assert not kg.cold
+        assert {q: kg.search_nodes(q) for q in queries if q} == cold
+        assert kg.open_nodes(["P3", "Nobody", 'Qu"ote }>']) == opened
+        assert names(cold["p1"])[:2] == ["P1", "P10"]

@@ -159,3 +159,23 @@ def test_same_answers_as_the_official_server(tmp_path: Path) -> None:
     assert ours["resource"] == official["resource"]
     # The official server's file reads back through rdfmem import as the same graph.
     assert (tmp_path / "memory.jsonl").is_file()
+
+
+async def _listing(params: StdioServerParameters) -> list[dict[str, Any]]:
+    async with stdio_session(params) as session:
+        return [
+            t.model_dump(
+                mode="json", by_alias=True, exclude_none=True, exclude={"execution", "meta"}
+            )
+            for t in (await session.list_tools()).tools
+        ]
+
+
+@pytest.mark.timeout(600)
+def test_tools_official_lists_exactly_the_official_servers_tools(tmp_path: Path) -> None:
+    """``rdfmem mcp --tools official``: the official server's tools/list answer, tool for
+    tool (names, titles, descriptions, input and output schemas, hints), nothing more."""
+    theirs = anyio.run(_listing, _official(tmp_path))
+    ours = anyio.run(_listing, rdfmem_params(":memory:", "--tools", "official"))
+    assert [t["name"] for t in theirs] == NINE
+    assert ours == theirs

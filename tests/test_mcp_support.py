@@ -19,10 +19,12 @@ from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
 
 __all__ = [
     "HOSTILE",
+    "TOKEN",
     "call",
     "every_tool",
     "free_port",
@@ -41,10 +43,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def rdfmem_params(*args: str) -> StdioServerParameters:
-    """``python -m rdfmem mcp ARGS`` as an MCP stdio server."""
+def rdfmem_params(*args: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    """``python -m rdfmem mcp ARGS`` as an MCP stdio server, offering every tool unless
+    ARGS say ``--tools`` (``env`` adds to the environment)."""
+    tools = [] if "--tools" in args else ["--tools", "all"]
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "rdfmem", "mcp", *args], env=_env()
+        command=sys.executable,
+        args=["-m", "rdfmem", "mcp", *args, *tools],
+        env={**_env(), **(env or {})},
     )
 
 
@@ -62,11 +68,17 @@ async def stdio_session(
             yield session
 
 
+#: The bearer token of the servers ``http_server`` starts.
+TOKEN = "test-token-of-rdfmem-mcp"
+
+
 @asynccontextmanager
-async def http_session(url: str) -> AsyncIterator[ClientSession]:
-    """An initialised client session with a streamable HTTP server."""
+async def http_session(url: str, token: str | None = TOKEN) -> AsyncIterator[ClientSession]:
+    """An initialised client session with a streamable HTTP server, sending ``token``."""
+    headers = {"Authorization": f"Bearer {token}"} if token else None
     async with (
-        streamable_http_client(url) as (read, write),
+        create_mcp_http_client(headers=headers) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -85,10 +97,22 @@ def http_server(store: str, *args: str, log: Path) -> Iterator[str]:
     port = free_port()
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "rdfmem", "mcp", store, "--http", "--port", str(port), *args],
+            [
+                sys.executable,
+                "-m",
+                "rdfmem",
+                "mcp",
+                store,
+                "--http",
+                "--port",
+                str(port),
+                "--tools",
+                "all",
+                *args,
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=_env(),
+            env={**_env(), "RDFMEM_TOKEN": TOKEN},
         )
     try:
         deadline = time.monotonic() + 60
@@ -221,6 +245,7 @@ async def every_tool(s: ClientSession) -> None:
              "{ ?e rm:entityName ?n } }"},
         )
     )  # fmt: skip
-    assert rows["rows"] == [{"n": '"Alice"'}] and rows["truncated"] is False
+    bindings = rows["results"]["bindings"]
+    assert [b["n"]["value"] for b in bindings] == ["Alice"] and rows["truncated"] is False
     stats = ok(await call(s, "stats", {}))
     assert stats["knowledge_graph"]["entities"] == 1

@@ -220,9 +220,7 @@ class Backend(ABC):
         """
         return self.lock
 
-    def scope(
-        self, graph: NamedNode, subjects: Sequence[NamedNode]
-    ) -> AbstractContextManager[Any]:
+    def scope(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> AbstractContextManager[Any]:
         """Declare that this thread's writes inside the block change only ``subjects`` of
         ``graph`` (all of it when empty): backends that tell readers what changed (a
         server's change log, an owned store's journal) record exactly that. A no-op here."""

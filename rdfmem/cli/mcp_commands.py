@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rdfmem.cli.group import cli, store_argument
-from rdfmem.cli.stores import open_store, store_errors
-from rdfmem.core.errors import RdfMemError, StoreAlreadyOpen
-from rdfmem.store.rdfstore import RdfStore
+from rdfmem.core.errors import RdfMemError, StoreAlreadyOpen, StoreError
+from rdfmem.mcp.toolsets import DEFAULT
+
+if TYPE_CHECKING:
+    from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["export_jsonl", "import_", "mcp_command"]
 
 
 def _mcp_store(spec: str, update_url: str | None = None, *, create: bool = True) -> RdfStore:
     """The store ``rdfmem mcp`` serves; a held on-disk store says how to share it."""
+    from rdfmem.cli.stores import open_store
+
     try:
         return open_store(spec, create=create, update_url=update_url)
     except click.ClickException as exc:
@@ -29,11 +36,58 @@ def _mcp_store(spec: str, update_url: str | None = None, *, create: bool = True)
         raise
 
 
-@cli.command("mcp")
-@store_argument
+def _served(spec: str, update_url: str | None) -> RdfStore:
+    """``_mcp_store`` for a server opening its store on first need: a failure is an rdfmem
+    error, which each tool call reports."""
+    try:
+        return _mcp_store(spec, update_url)
+    except click.ClickException as exc:
+        raise StoreError(exc.message) from exc
+
+
+class _McpCommand(click.Command):
+    """``rdfmem mcp``, and ``rdfmem mcp config …`` (the host configuration command)."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        if args[:1] == ["config"]:
+            from rdfmem.cli.mcp_config import config_command
+
+            name = f"{info_name or 'mcp'} config"
+            return config_command.make_context(name, args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+@cli.command("mcp", cls=_McpCommand)
+@click.argument("store", metavar="[STORE]", required=False)
+@click.option(
+    "--tools",
+    default=DEFAULT,
+    show_default=True,
+    envvar="RDFMEM_MCP_TOOLS",
+    metavar="official|memory|all|NAME,…",
+    help="Tools to offer: the official nine, those and memory_*, every one, or names.",
+)
 @click.option("--http", "use_http", is_flag=True, help="Streamable HTTP at /mcp, not stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address (--http).")
 @click.option("--port", default=7880, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    envvar="RDFMEM_TOKEN",
+    help="Bearer token every --http call must carry (env RDFMEM_TOKEN; generated when missing).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer to Host NAME (--http; localhost, IP addresses and --host always; '*': any).",
+)
 @click.option("--project", metavar="NAME", help="Keep this project's memory apart.")
 @click.option(
     "--query-timeout",
@@ -50,25 +104,60 @@ def _mcp_store(spec: str, update_url: str | None = None, *, create: bool = True)
     help="Rows a sparql_query returns at most.",
 )
 @click.option("--update-url", metavar="URL", help="SPARQL Update URL of a server STORE.")
+@click.option(
+    "--embedder",
+    default="hashing",
+    show_default=True,
+    envvar="RDFMEM_EMBEDDER",
+    metavar="SPEC",
+    help="Memory search vectors: hashing, sentence-transformers[:FOLDER] or module:attribute "
+    "(env RDFMEM_EMBEDDER).",
+)
 def mcp_command(
-    store: str,
+    store: str | None,
+    tools: str,
     use_http: bool,
     host: str,
     port: int,
+    token: str | None,
+    allowed_hosts: tuple[str, ...],
     project: str | None,
     query_timeout: float,
     max_rows: int,
     update_url: str | None,
+    embedder: str,
 ) -> None:
     """Serve STORE to agents over the Model Context Protocol: a drop-in for the official
     memory server (same nine tools), plus rdfmem's memories, decisions and SPARQL.
 
+    Without STORE, the memory is MEMORY_FILE_PATH (the official server's variable), else
+    ~/.rdfmem/memory. A memory.jsonl (as STORE or in the variable) is imported once into
+    the store folder beside it, memory.jsonl.rdfmem/, and never changed.
+
     \b
     Examples:
       rdfmem mcp ~/.rdfmem/memory                   # stdio, for an MCP host
+      MEMORY_FILE_PATH=~/memory.jsonl rdfmem mcp    # the official server's memory
       rdfmem mcp ~/.rdfmem/memory --http --port 7880  # many clients, http://…/mcp
       rdfmem mcp http://127.0.0.1:7878/query --project webapp
+      rdfmem mcp ~/.rdfmem/memory --embedder mypackage.embed:make_embedder
+      rdfmem mcp config --client claude-desktop     # a host's configuration
     """
+    from rdfmem.mcp.place import opener, where
+    from rdfmem.mcp.toolsets import choose
+
+    try:
+        chosen = choose(tools)
+    except RdfMemError as exc:
+        raise click.BadParameter(str(exc), param_hint="--tools") from exc
+    if project is not None and not project:
+        raise click.UsageError("--project takes a non-empty name")
+    from rdfmem.domain.embedder_spec import check_spec
+
+    try:
+        check_spec(embedder)
+    except RdfMemError as exc:
+        raise click.BadParameter(str(exc), param_hint="--embedder") from exc
     try:
         from rdfmem.mcp.server import serve_http, serve_stdio
         from rdfmem.mcp.services import Services
@@ -76,19 +165,28 @@ def mcp_command(
         raise click.ClickException(
             f"rdfmem mcp needs the MCP SDK ({exc.name or exc}): pip install 'rdfmem[mcp]'"
         ) from exc
-    if project is not None and not project:
-        raise click.UsageError("--project takes a non-empty name")
-    spec = str(Path(store).expanduser()) if "://" not in store else store
-    opened = _mcp_store(spec, update_url)
-    services = Services(opened, project, query_timeout=query_timeout, max_rows=max_rows)
+    place = where(store, os.environ)
+
+    def log(message: str) -> None:
+        click.echo(f"rdfmem mcp: {message}", err=True)
+
+    open_it = opener(place, lambda spec: _served(spec, update_url), project, log)
+    services = Services.later(
+        open_it, project, query_timeout=query_timeout, max_rows=max_rows, embedder=embedder
+    )
     try:
         if use_http:
-            click.echo(f"rdfmem mcp: serving {store} at http://{host}:{port}/mcp", err=True)
-            serve_http(services, host=host, port=port)
+            if not token:
+                token = secrets.token_urlsafe(24)
+                click.echo(f"rdfmem mcp: calls need: Authorization: Bearer {token}", err=True)
+            click.echo(f"rdfmem mcp: serving {place.store} at http://{host}:{port}/mcp", err=True)
+            serve_http(
+                services, chosen, host=host, port=port, token=token, allowed_hosts=allowed_hosts
+            )
         else:
-            serve_stdio(services)
+            serve_stdio(services, chosen)
     finally:
-        opened.close()
+        services.close()
 
 
 @cli.command("import")
@@ -109,6 +207,8 @@ def import_(store: str, file: Path, project: str | None) -> None:
         model = read_jsonl(file.read_text(encoding="utf-8"), source=str(file))
     except (RdfMemError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"nothing imported: {exc}") from exc
+    from rdfmem.cli.stores import store_errors
+
     opened = _mcp_store(store)
     with store_errors(opened):
         graph = KnowledgeGraph(opened, project)
@@ -131,6 +231,7 @@ def export_jsonl(store: str, output: Path | None, project: str | None) -> None:
     Example:
       rdfmem export-jsonl ~/.rdfmem/memory -o memory.jsonl
     """
+    from rdfmem.cli.stores import store_errors
     from rdfmem.mcp import KnowledgeGraph, write_jsonl
 
     with store_errors(_mcp_store(store, create=False)) as opened:

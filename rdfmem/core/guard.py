@@ -295,6 +295,12 @@ def _parsed_form(text: str) -> str:
             except SyntaxError:
                 continue
             return "ASK"
+        # It does not parse: the parser's own words say where (parsing fails before any
+        # evaluation could start).
+        try:
+            Store().query(text, base_iri=_BASE)
+        except SyntaxError as exc:
+            raise SyntaxError(f"an ASK query that does not parse: {exc}") from None
         raise SyntaxError("an ASK query that does not parse")
     result = Store().query(text, base_iri=_BASE)
     return _FORMS.get(type(result), "CONSTRUCT")

@@ -55,6 +55,7 @@ from rdfmem.mcp.vocab import (
     client_iri,
     entity_iri,
     graph_iri,
+    name_of,
     observation_iri,
     relation_iri,
     time_literal,
@@ -64,6 +65,7 @@ from rdfmem.store.rdfstore import RdfStore
 __all__ = ["Client", "KnowledgeGraph", "KnowledgeGraphError"]
 
 _CHUNK = 500  # IRIs per VALUES block of a remote read
+_SCAN_MOST = 2000  # matches up to which a cold search asks the store, not the whole graph
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,52 @@ class KnowledgeGraph:
         assert isinstance(result, SelectResult)
         return [r["name"].value for r in result]
 
+    @property
+    def cold(self) -> bool:
+        """Whether the in-memory mirror of an embedded store is not read yet (or another
+        writer moved the store on): ``search_nodes`` and ``open_nodes`` then ask the store
+        for just what they need, as on a SPARQL server, instead of waiting for the whole
+        graph to be read; ``warm`` reads it."""
+        return self._mirrored and self._generation != self.store.generation
+
+    def _scan_search(self, query: str) -> list[str] | None:
+        """The names of the entities ``query`` may match, from three one-pattern scans (names,
+        types, observation texts) that the engine runs without joins; None when more than
+        ``_SCAN_MOST`` things match (reading the whole graph is then the cheaper way)."""
+        g = sparql_term(self.graph)
+        needle = sparql_term(Literal(query.lower()))
+        entities: set[NamedNode] = set()
+        observations: list[NamedNode] = []
+        for predicate, into in (
+            (ENTITY_NAME, None),
+            (ENTITY_TYPE, None),
+            (OBSERVATION_TEXT, observations),
+        ):
+            sparql = (
+                f"SELECT ?s WHERE {{ GRAPH {g} {{ ?s {sparql_term(predicate)} ?v "
+                f"FILTER (CONTAINS(LCASE(STR(?v)), {needle})) }} }}"
+            )
+            result = self.store.query(sparql)
+            assert isinstance(result, SelectResult)
+            found = [r["s"] for r in result if isinstance(r["s"], NamedNode)]
+            if into is None:
+                entities.update(found)
+            else:
+                into.extend(found)
+            if len(entities) + len(observations) > _SCAN_MOST:
+                return None
+        for i in range(0, len(observations), _CHUNK):
+            values = " ".join(sparql_term(o) for o in observations[i : i + _CHUNK])
+            sparql = (
+                f"SELECT ?e WHERE {{ GRAPH {g} {{ VALUES ?o {{ {values} }} "
+                f"?e {sparql_term(HAS_OBSERVATION)} ?o }} }}"
+            )
+            result = self.store.query(sparql)
+            assert isinstance(result, SelectResult)
+            entities.update(r["e"] for r in result if isinstance(r["e"], NamedNode))
+        names = (name_of(self.graph, e) for e in entities)
+        return sorted(n for n in names if n is not None)
+
     def warm(self) -> None:
         """Read the graph into memory now (on an embedded store), so the first call does
         not wait for it; a server calls this on a thread as it starts."""
@@ -181,13 +229,17 @@ class KnowledgeGraph:
         if not self._mirrored:
             names = self._remote_search(query)
             return self._current(names).search(query).to_json()
+        if self.cold:
+            found = self._scan_search(query)
+            if found is not None:
+                return self._remote_part(found).search(query).to_json()
         with self._section() as model:
             return model.search(query).to_json()
 
     def open_nodes(self, names: Sequence[str]) -> dict[str, Any]:
         """The named entities that exist, and the relations with at least one end among them."""
-        if not self._mirrored:
-            return self._current(names).subgraph(names).to_json()
+        if not self._mirrored or self.cold:
+            return self._remote_part(list(dict.fromkeys(names))).subgraph(names).to_json()
         with self._section() as model:
             return model.subgraph(names).to_json()
 

@@ -8,6 +8,7 @@ in ``rdfmem.mcp.sparql``, as it needs a time limit).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, get_args
 
 from rdfmem.core.results import SelectResult
@@ -16,17 +17,15 @@ from rdfmem.domain.generalisations import Generalisation
 from rdfmem.domain.memories import SCOPES, Memory
 from rdfmem.mcp.checks import ToolInputError
 from rdfmem.mcp.graph import Client
+from rdfmem.mcp.pages import DEFAULT_LIMIT, PAGE_ARGUMENTS, page_of, page_start
 from rdfmem.mcp.services import Services
 from rdfmem.mcp.specs import DELETE, READ, WRITE, Reply, Spec, array, json_text, obj, string
 
 __all__ = ["OWN_TOOLS"]
 
-_SCOPE = string(
-    "global (every project), project (this server's --project) or session (with session)",
-    enum=list(SCOPES),
-)
-_SESSION = string("A conversation id; needed for the session scope")
-_TITLE = string("A short title: letters, digits and single separators, e.g. 'Build steps'")
+_SCOPE = string("global, project (this --project) or session (with session)", enum=list(SCOPES))
+_SESSION = string("Conversation id, for the session scope")
+_TITLE = string("Short title, e.g. 'Build steps'")
 _NODE_TYPES = list(get_args(NodeType))
 _EDGE_TYPES = list(get_args(EdgeType))
 _STATUSES = list(get_args(NodeStatus))
@@ -54,9 +53,21 @@ def _memory_save(s: Services, a: dict[str, Any], c: Client) -> Reply:
     return _reply(_memory(memories.save(memory)))
 
 
+def _ranked(a: dict[str, Any], search: Callable[[int], list[Any]], key: str, tool: str) -> Reply:
+    """One page of a best-first search: enough asked for to know whether more follow."""
+    limit = int(a.get("limit", 5))
+    found = search(page_start(a.get("cursor"), tool) + limit + 1)
+    return page_of(found, key, {**a, "limit": limit}, tool)
+
+
 def _memory_search(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    found = s.memories(a.get("session")).search(a["query"], int(a.get("limit", 5)))
-    return _reply({"memories": [_memory(m, score) for m, score in found]})
+    memories = s.memories(a.get("session"))
+    return _ranked(
+        a,
+        lambda n: [_memory(m, score) for m, score in memories.search(a["query"], n)],
+        "memories",
+        "memory_search",
+    )
 
 
 def _memory_read(s: Services, a: dict[str, Any], c: Client) -> Reply:
@@ -64,7 +75,8 @@ def _memory_read(s: Services, a: dict[str, Any], c: Client) -> Reply:
 
 
 def _memory_list(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    return _reply({"titles": s.memories(a.get("session")).list(a.get("scope"))})
+    titles = s.memories(a.get("session")).list(a.get("scope"))
+    return page_of(titles, "titles", a, "memory_list")
 
 
 def _memory_forget(s: Services, a: dict[str, Any], c: Client) -> Reply:
@@ -107,11 +119,14 @@ def _decision_get(s: Services, a: dict[str, Any], c: Client) -> Reply:
 
 
 def _decision_query(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    params = _fields(a, ("from_id", "to_id", "node_id", "limit"))
-    if "limit" in params:
-        params["limit"] = int(params["limit"])
+    params = _fields(a, ("from_id", "to_id", "node_id"))
+    start = page_start(a.get("cursor"), "decision_query")
+    page = int(a.get("limit", DEFAULT_LIMIT))
+    if a["name"] == "recent_decisions":
+        params["limit"] = start + page + 1
     nodes = s.decisions.query(a["name"], **params)
-    return _reply({"nodes": [n.model_dump(mode="json") for n in nodes]})
+    found = [n.model_dump(mode="json") for n in nodes]
+    return page_of(found, "nodes", {**a, "limit": page}, "decision_query")
 
 
 def _generalisation(g: Generalisation, score: float | None = None) -> dict[str, Any]:
@@ -133,8 +148,13 @@ def _gen_add(s: Services, a: dict[str, Any], c: Client) -> Reply:
 
 
 def _gen_search(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    found = s.generalisations(a.get("group")).search(a["text"], int(a.get("limit", 5)))
-    return _reply({"generalisations": [_generalisation(g, score) for g, score in found]})
+    gens = s.generalisations(a.get("group"))
+    return _ranked(
+        a,
+        lambda n: [_generalisation(g, score) for g, score in gens.search(a["text"], n)],
+        "generalisations",
+        "generalisation_search",
+    )
 
 
 def _gen_lineage(s: Services, a: dict[str, Any], c: Client) -> Reply:
@@ -144,8 +164,9 @@ def _gen_lineage(s: Services, a: dict[str, Any], c: Client) -> Reply:
     elif "level" in a:
         found = gens.by_level(int(a["level"]))
     else:
-        raise ToolInputError("give id (its lineage) or level (every one of that level)")
-    return _reply({"generalisations": [_generalisation(g) for g in found]})
+        raise ToolInputError("pass id (its lineage) or level (every one of that level)")
+    items = [_generalisation(g) for g in found]
+    return page_of(items, "generalisations", a, "generalisation_list")
 
 
 def _stats(s: Services, a: dict[str, Any], c: Client) -> Reply:
@@ -175,8 +196,8 @@ OWN_TOOLS = [
     Spec(
         "memory_save",
         "Save Memory",
-        "Save a titled memory (a note in prose) in a scope; the same title replaces it. "
-        "Use for facts, preferences and procedures worth keeping across conversations.",
+        "Save a titled note (a fact, preference or procedure) in a scope; the same title "
+        "replaces it.",
         obj(
             {
                 "scope": _SCOPE,
@@ -187,7 +208,6 @@ OWN_TOOLS = [
             },
             ["scope", "title", "content"],
             closed=True,
-            top=True,
         ),
         WRITE,
         _memory_save,
@@ -195,17 +215,17 @@ OWN_TOOLS = [
     Spec(
         "memory_search",
         "Search Memories",
-        "Find the saved memories closest in meaning to a query, best first, across the "
-        "global and project scopes (and the session's, with session).",
+        "Saved memories closest in meaning to query, best first (and the session's, with session).",
         obj(
             {
                 "query": string("What to look for"),
                 "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "cursor": PAGE_ARGUMENTS["cursor"],
+                "max_tokens": PAGE_ARGUMENTS["max_tokens"],
                 "session": _SESSION,
             },
             ["query"],
             closed=True,
-            top=True,
         ),
         READ,
         _memory_search,
@@ -218,7 +238,6 @@ OWN_TOOLS = [
             {"scope": _SCOPE, "title": _TITLE, "session": _SESSION},
             ["scope", "title"],
             closed=True,
-            top=True,
         ),
         READ,
         _memory_read,
@@ -227,7 +246,7 @@ OWN_TOOLS = [
         "memory_list",
         "List Memories",
         "The titles of the saved memories, of one scope or of all.",
-        obj({"scope": _SCOPE, "session": _SESSION}, closed=True, top=True),
+        obj({"scope": _SCOPE, "session": _SESSION, **PAGE_ARGUMENTS}, closed=True),
         READ,
         _memory_list,
     ),
@@ -239,7 +258,6 @@ OWN_TOOLS = [
             {"scope": _SCOPE, "title": _TITLE, "session": _SESSION},
             ["scope", "title"],
             closed=True,
-            top=True,
         ),
         DELETE,
         _memory_forget,
@@ -247,8 +265,7 @@ OWN_TOOLS = [
     Spec(
         "decision_add_node",
         "Add Decision Node",
-        "Record a goal, decision, option, action, outcome, observation or revisit in the "
-        "decision graph. Returns the node with its id.",
+        "Add a node (goal, decision, option, action …) to the decision graph; returns its id.",
         obj(
             {
                 "type": string(enum=_NODE_TYPES),
@@ -261,7 +278,6 @@ OWN_TOOLS = [
             },
             ["type", "label"],
             closed=True,
-            top=True,
         ),
         WRITE,
         _decision_add_node,
@@ -281,7 +297,6 @@ OWN_TOOLS = [
             },
             ["from_id", "to_id", "type"],
             closed=True,
-            top=True,
         ),
         WRITE,
         _decision_add_edge,
@@ -302,7 +317,6 @@ OWN_TOOLS = [
             },
             ["id"],
             closed=True,
-            top=True,
         ),
         WRITE,
         _decision_update_node,
@@ -315,7 +329,6 @@ OWN_TOOLS = [
             {"old_id": string(), "new_id": string(), "rationale": string()},
             ["old_id", "new_id"],
             closed=True,
-            top=True,
         ),
         WRITE,
         _decision_supersede,
@@ -324,15 +337,15 @@ OWN_TOOLS = [
         "decision_get",
         "Get Decision Node",
         "One decision-graph node with its outgoing and incoming edges.",
-        obj({"id": string()}, ["id"], closed=True, top=True),
+        obj({"id": string()}, ["id"], closed=True),
         READ,
         _decision_get,
     ),
     Spec(
         "decision_query",
         "Query Decisions",
-        "Run a named query of the decision graph: active_goals; recent_decisions (limit); "
-        "path_between (from_id, to_id); descendants or ancestors (node_id).",
+        "A named query: active_goals, recent_decisions (limit), path_between (from_id, "
+        "to_id), descendants or ancestors (node_id).",
         obj(
             {
                 "name": string(
@@ -347,11 +360,10 @@ OWN_TOOLS = [
                 "from_id": string(),
                 "to_id": string(),
                 "node_id": string(),
-                "limit": {"type": "integer", "minimum": 0, "maximum": 1000},
+                **PAGE_ARGUMENTS,
             },
             ["name"],
             closed=True,
-            top=True,
         ),
         READ,
         _decision_query,
@@ -359,8 +371,7 @@ OWN_TOOLS = [
     Spec(
         "generalisation_save",
         "Save Generalisation",
-        "Save an abstracted lesson (level 0 = concrete, higher = more general) with a "
-        "confidence and the ids it generalises; the same id replaces it.",
+        "Save a lesson (level 0 concrete, higher more general) and the ids it generalises.",
         obj(
             {
                 "id": string(),
@@ -372,7 +383,6 @@ OWN_TOOLS = [
             },
             ["id", "content", "level", "confidence"],
             closed=True,
-            top=True,
         ),
         WRITE,
         _gen_add,
@@ -385,11 +395,12 @@ OWN_TOOLS = [
             {
                 "text": string(),
                 "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "cursor": PAGE_ARGUMENTS["cursor"],
+                "max_tokens": PAGE_ARGUMENTS["max_tokens"],
                 "group": _GROUP,
             },
             ["text"],
             closed=True,
-            top=True,
         ),
         READ,
         _gen_search,
@@ -397,12 +408,15 @@ OWN_TOOLS = [
     Spec(
         "generalisation_list",
         "List Generalisations",
-        "The lineage of one generalisation (id: everything it generalises, transitively) "
-        "or every generalisation of one level.",
+        "What generalisation id generalises (transitively), or every one of a level.",
         obj(
-            {"id": string(), "level": {"type": "integer", "minimum": 0}, "group": _GROUP},
+            {
+                "id": string(),
+                "level": {"type": "integer", "minimum": 0},
+                "group": _GROUP,
+                **PAGE_ARGUMENTS,
+            },
             closed=True,
-            top=True,
         ),
         READ,
         _gen_lineage,
@@ -410,9 +424,8 @@ OWN_TOOLS = [
     Spec(
         "stats",
         "Memory Statistics",
-        "How much is stored: the knowledge graph's entities, relations and observations, "
-        "and triples per named graph.",
-        obj({}, closed=True, top=True),
+        "Counts: knowledge-graph entities, relations, observations; triples per graph.",
+        obj({}, closed=True),
         READ,
         _stats,
     ),

@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp.types as types
@@ -29,27 +29,38 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from rdfmem.core.errors import RdfMemError
+from rdfmem.mcp.advice import explain, precheck
 from rdfmem.mcp.checks import ToolInputError, check_arguments
-from rdfmem.mcp.graph import Client
-from rdfmem.mcp.kg_tools import KG_TOOLS, RESOURCE_URI, graph_text
-from rdfmem.mcp.own_tools import OWN_TOOLS
 from rdfmem.mcp.services import Services
-from rdfmem.mcp.sparql import SPARQL_TOOL
-from rdfmem.mcp.specs import Reply, Spec
+from rdfmem.mcp.specs import Reply, Spec, json_text
+from rdfmem.mcp.toolsets import ALL, DEFAULT, OFFICIAL, PRESETS
 
-__all__ = ["TOOLS", "build_server", "serve_http", "serve_stdio"]
+if TYPE_CHECKING:
+    from rdfmem.mcp.graph import Client
+
+__all__ = ["RESOURCE_URI", "TOOLS", "build_server", "serve_http", "serve_stdio"]
 
 logger = logging.getLogger(__name__)
 
-#: Every tool, the official server's nine first.
-TOOLS: list[Spec] = [*KG_TOOLS, *OWN_TOOLS, SPARQL_TOOL]
+#: Every tool's name, the official server's nine first.
+TOOLS: tuple[str, ...] = ALL
+#: The resource holding the whole knowledge graph as JSON.
+RESOURCE_URI = "memory://knowledge-graph"
 
+_INSTRUCTIONS_OFFICIAL = (
+    "Long-term memory kept as RDF by rdfmem: a knowledge graph of entities, relations and "
+    "observations, as in the official memory server."
+)
 _INSTRUCTIONS = (
     "Long-term memory kept as RDF by rdfmem. The knowledge graph tools (create_entities, "
     "add_observations, search_nodes, open_nodes …) work as in the official memory server. "
-    "memory_* keep titled notes per scope, decision_* a graph of goals and decisions, "
-    "generalisation_* abstracted lessons; sparql_query reads everything."
 )
+_FAMILIES = {
+    "memory_": "memory_* keep titled notes per scope",
+    "decision_": "decision_* a graph of goals and decisions",
+    "generalisation_": "generalisation_* abstracted lessons",
+    "sparql_query": "sparql_query reads everything",
+}
 
 
 def _version() -> str:
@@ -82,6 +93,8 @@ def _error(message: str) -> types.CallToolResult:
 
 
 def _client(ctx: ServerRequestContext[Any]) -> Client:
+    from rdfmem.mcp.graph import Client
+
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
     if info is None:
@@ -89,40 +102,75 @@ def _client(ctx: ServerRequestContext[Any]) -> Client:
     return Client(info.name or "unknown", info.version or "")
 
 
-def build_server(services: Services) -> Server[Any]:
-    """An MCP server over ``services`` (one store, one project)."""
-    by_name = {spec.name: spec for spec in TOOLS}
-    kg_names = {spec.name for spec in KG_TOOLS}
-    listing = [_tool(spec) for spec in TOOLS]
+class _Tools:
+    """The server's tools, loaded once on first need (the tool modules import the library,
+    which ``initialize`` does not need): their specs by name and their MCP listing."""
+
+    def __init__(self, names: Sequence[str], project: bool) -> None:
+        self.names = tuple(names)
+        self.project = project
+        self._lock = threading.Lock()
+        self._loaded: tuple[dict[str, Spec], list[types.Tool]] | None = None
+        #: set when a first call was answered
+        self.answered = threading.Event()
+
+    def load(self) -> tuple[dict[str, Spec], list[types.Tool]]:
+        with self._lock:
+            if self._loaded is None:
+                from rdfmem.mcp.catalog import specs
+
+                chosen = specs(self.names, project=self.project)
+                self._loaded = ({s.name: s for s in chosen}, [_tool(s) for s in chosen])
+            return self._loaded
+
+
+def _missing(name: str, names: Sequence[str]) -> str:
+    if name in ALL:
+        return (
+            f"Tool {name} is not offered by this server (started with other --tools); "
+            f"call one of: {', '.join(names)}, or start rdfmem mcp with --tools all"
+        )
+    return f"Tool {name} not found; this server has: {', '.join(names)}"
+
+
+def build_server(services: Services, tools: Sequence[str] = PRESETS[DEFAULT]) -> Server[Any]:
+    """An MCP server over ``services`` (one store, one project) offering ``tools`` (names,
+    see ``rdfmem.mcp.toolsets``)."""
+    catalog = _Tools(tools, services.project is not None)
     subscribers: weakref.WeakSet[Any] = weakref.WeakSet()
     check = services.limits
+    has_project = services.project is not None
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        _, listing = await anyio.to_thread.run_sync(catalog.load)
         return types.ListToolsResult(tools=listing)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        by_name, _ = await anyio.to_thread.run_sync(catalog.load)
         spec = by_name.get(params.name)
         if spec is None:
-            return _error(f"Tool {params.name} not found; this server has: {', '.join(by_name)}")
+            return _error(_missing(params.name, catalog.names))
         try:
             arguments = check_arguments(spec.input_schema, params.arguments, check)
+            precheck(spec.name, arguments, project=has_project)
         except ToolInputError as exc:
             return _error(f"Invalid arguments for tool {spec.name}: {exc}")
         client = _client(ctx)
         run = spec.run
-        if spec.name not in kg_names and not spec.annotations["readOnlyHint"]:
+        if spec.name not in OFFICIAL and not spec.annotations["readOnlyHint"]:
             run = _elsewhere(spec)
         try:
             reply = await anyio.to_thread.run_sync(run, services, arguments, client)
         except (RdfMemError, pydantic.ValidationError) as exc:
-            return _error(str(exc))
+            return _error(explain(spec.name, exc))
         except Exception as exc:  # a tool error, never a dead server
             logger.exception("tool %s failed", spec.name)
             return _error(f"{spec.name} failed: {type(exc).__name__}: {exc}")
+        catalog.answered.set()
         if spec.changes_graph:
             await _notify(subscribers)
         return types.CallToolResult(
@@ -151,11 +199,11 @@ def build_server(services: Services) -> Server[Any]:
     ) -> types.ReadResourceResult:
         if str(params.uri) != RESOURCE_URI:
             raise MCPError(types.INVALID_PARAMS, f"Resource {params.uri} not found")
-        graph = await anyio.to_thread.run_sync(services.kg.read_graph)
+        graph = await anyio.to_thread.run_sync(lambda: services.kg.read_graph())
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(
-                    uri=RESOURCE_URI, mime_type="application/json", text=graph_text(graph)
+                    uri=RESOURCE_URI, mime_type="application/json", text=json_text(graph)
                 )
             ]
         )
@@ -173,10 +221,10 @@ def build_server(services: Services) -> Server[Any]:
         subscribers.discard(_connection(ctx))
         return types.EmptyResult()
 
-    return Server(
+    server: Server[Any] = Server(
         "rdfmem",
         version=_version(),
-        instructions=_INSTRUCTIONS,
+        instructions=_instructions(tools),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
@@ -184,6 +232,19 @@ def build_server(services: Services) -> Server[Any]:
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
     )
+    server_tools[server] = catalog
+    return server
+
+
+#: Each built server's tools, so the serving functions can load them off the request path.
+server_tools: weakref.WeakKeyDictionary[Server[Any], _Tools] = weakref.WeakKeyDictionary()
+
+
+def _instructions(tools: Sequence[str]) -> str:
+    if all(name in OFFICIAL for name in tools):
+        return _INSTRUCTIONS_OFFICIAL
+    said = [text for prefix, text in _FAMILIES.items() if any(t.startswith(prefix) for t in tools)]
+    return _INSTRUCTIONS + (", ".join(said) + "." if said else "")
 
 
 def _elsewhere(spec: Spec) -> Callable[[Services, dict[str, Any], Client], Reply]:
@@ -212,22 +273,34 @@ async def _notify(subscribers: weakref.WeakSet[Any]) -> None:
             subscribers.discard(connection)
 
 
-def _warm(services: Services) -> None:
-    """Read the knowledge graph into memory on a thread while the client connects."""
+#: Seconds the knowledge graph waits to be read into memory for a first call to be answered.
+WARM_AFTER = 1.0
 
-    def warm() -> None:
+
+def _prepare(services: Services, server: Server[Any]) -> None:
+    """On a thread, while the client connects: load the tools and open the store (bringing
+    a memory.jsonl in), so the first calls do not wait for them; then, once a first call
+    was answered (or after ``WARM_AFTER`` seconds), read the knowledge graph into memory.
+    Until then ``search_nodes`` and ``open_nodes`` ask the store for just what they need,
+    and do not wait for the whole graph to be read."""
+    tools = server_tools[server]
+
+    def prepare() -> None:
         try:
+            tools.load()
+            services.store  # noqa: B018 - opened here, off the request path
+            tools.answered.wait(WARM_AFTER)
             services.kg.warm()
         except Exception:  # the first call will report it
-            logger.exception("reading the knowledge graph failed")
+            logger.exception("opening the memory failed")
 
-    threading.Thread(target=warm, name="rdfmem-mcp-warm", daemon=True).start()
+    threading.Thread(target=prepare, name="rdfmem-mcp-prepare", daemon=True).start()
 
 
-def serve_stdio(services: Services) -> None:
+def serve_stdio(services: Services, tools: Sequence[str] = PRESETS[DEFAULT]) -> None:
     """Serve MCP over stdin/stdout until the client closes them."""
-    server = build_server(services)
-    _warm(services)
+    server = build_server(services, tools)
+    _prepare(services, server)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
@@ -236,11 +309,30 @@ def serve_stdio(services: Services) -> None:
     anyio.run(main)
 
 
-def serve_http(services: Services, *, host: str = "127.0.0.1", port: int = 7880) -> None:
-    """Serve MCP's streamable HTTP transport at ``http://host:port/mcp`` until stopped."""
+def serve_http(
+    services: Services,
+    tools: Sequence[str] = PRESETS[DEFAULT],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 7880,
+    token: str,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
+    """Serve MCP's streamable HTTP transport at ``http://host:port/mcp`` until stopped, to
+    callers with ``Authorization: Bearer token`` and a ``Host`` and ``Origin`` of this
+    machine or ``allowed_hosts`` (whatever ``host`` is spelt)."""
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    server = build_server(services)
-    app = server.streamable_http_app(host=host)
-    _warm(services)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    from rdfmem.mcp.http_gate import Gate
+
+    server = build_server(services, tools)
+    # The gate checks Host and Origin for every address; the SDK's own check (on only for
+    # loopback spellings) would refuse the names allowed with --allowed-host.
+    app = server.streamable_http_app(
+        host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    gated = Gate(app, token=token, allowed_hosts=(*allowed_hosts, host))
+    _prepare(services, server)
+    uvicorn.run(gated, host=host, port=port, log_level="warning")
