@@ -4,14 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime
 from typing import Any, TypeAlias
 
 from pyoxigraph import Literal, NamedNode, Quad
 
 from rdfmem.backends.base import Backend
+from rdfmem.backends.sparql.client import SparqlBackend
 from rdfmem.backends.sparql.lease_steps import RANGE_DELIMITERS
 from rdfmem.core.errors import IncompatibleSnapshot, InvalidKey
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value, loads
+from rdfmem.store.history import (
+    VALUE,
+    Recorder,
+    history_graph,
+    latest_versions,
+    require,
+    skip_pointers,
+)
+from rdfmem.store.history_compact import retained
+from rdfmem.store.history_reads import subjects_at, version_at
+from rdfmem.store.history_wire import apply_versioned
 from rdfmem.store.indexes.hub import IndexHub
 
 __all__ = [
@@ -113,11 +126,14 @@ class KeyValue:
     _value_predicate: NamedNode
     _cache: _ReadCache | None
     _hub: IndexHub | None
+    _history: Recorder | None
 
     def _init_kv(self) -> None:
         self._cache = _ReadCache(self.backend) if self.backend.exclusive_writer else None
         # This namespace's subject prefix as a lease range (``exclusive``'s ``within``).
-        self._kv_graphs = (self._kv_graph.value,)
+        self._kv_graphs: tuple[str, ...] = (self._kv_graph.value,)
+        if self._history is not None:
+            self._kv_graphs += (history_graph(self._kv_graph).value,)
         prefix = self._codec.ns_prefix
         self._range = prefix if prefix[-1:] and prefix[-1] in RANGE_DELIMITERS else None
 
@@ -125,7 +141,7 @@ class KeyValue:
         # An entry write touches only the entry graph: the index hub leaves the indexes of
         # other graphs (vectors, decisions) fresh. Inside the lease or lock of the write.
         hub = self._hub
-        return nullcontext() if hub is None else hub.writing((self._kv_graph.value,))
+        return nullcontext() if hub is None else hub.writing(self._kv_graphs)
 
     def _entry_quads(self, subject: NamedNode) -> list[Quad]:
         return list(self.backend.match(subject, self._value_predicate, None, self._kv_graph))
@@ -133,8 +149,9 @@ class KeyValue:
     def _entry(self, subject: NamedNode, value: Any) -> Quad:
         return Quad(subject, self._value_predicate, encode_value(value), self._kv_graph)
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value stored under ``key``, or ``default``.
+    def get(self, key: str, default: Any = None, *, as_of: datetime | None = None) -> Any:
+        """The value stored under ``key``, or ``default``; with ``as_of``, the value it held
+        at that moment (a store with ``history=True``).
 
         >>> from rdfmem import RdfStore
         >>> store = RdfStore()
@@ -144,8 +161,11 @@ class KeyValue:
 
         Raises:
             InvalidKey: the key is empty or not a str.
+            HistoryUnavailable: ``as_of`` on a store that keeps no history.
         """
         subject = self._codec.subject(key)
+        if as_of is not None:
+            return self._get_as_of(subject, as_of, default)
         cache = self._cache
         text = cache.get(key) if cache is not None else None
         if text is None:
@@ -155,6 +175,48 @@ class KeyValue:
             if cache is not None:
                 cache.put(key, text, generation)
         return loads(text) if text else default
+
+    def _get_as_of(self, subject: NamedNode, moment: datetime, default: Any) -> Any:
+        require(self._history)
+        version = version_at(self.backend, self._kv_graph, subject, moment)
+        if version is None:
+            return default
+        # An entry's version holds its value; a tombstone holds none.
+        for quad in self.backend.match(version, VALUE, None, history_graph(self._kv_graph)):
+            return decode_value(quad.object)
+        return default
+
+    @property
+    def _renames(self) -> dict[NamedNode, NamedNode]:
+        return {self._value_predicate: VALUE}
+
+    def _versioned(
+        self, changes: list[tuple[NamedNode, list[Quad]]]
+    ) -> tuple[list[Quad], list[Quad]]:
+        # The history quads of a write (none without history), under its lock or lease.
+        recorder = self._history
+        if recorder is None or not changes:
+            return [], []
+        backend = self.backend
+        heads = latest_versions(backend, self._kv_graph, [s for s, _ in changes])
+        # Skip pointers cost two lookups a write: only where lookups are local.
+        skips = (
+            None
+            if isinstance(backend, SparqlBackend)
+            else skip_pointers(backend, self._kv_graph, heads)
+        )
+        gone, added = recorder.record(
+            self._kv_graph, changes, heads, rename=self._renames, skips=skips
+        )
+        if recorder.retention is not None:
+            return retained(self.backend, self._kv_graph, gone, added, recorder.retention)
+        return gone, added
+
+    def _apply(self, remove: list[Quad], add: list[Quad]) -> None:
+        if self._history is None:
+            self.backend.apply(remove, add)
+        else:
+            apply_versioned(self.backend, remove, add)
 
     def set(self, key: str, value: Any) -> None:
         """Store a JSON value under ``key``; the last write wins.
@@ -210,7 +272,8 @@ class KeyValue:
                 return result
             if hub is not None:
                 hub.before_write()
-            self.backend.apply(old, new)
+            gone, added = self._versioned([(subject, new)])
+            self._apply(old + gone, new + added)
             if hub is not None:
                 hub.after_write(self._kv_graphs)
             cache = self._cache
@@ -243,13 +306,29 @@ class KeyValue:
                 raise InvalidKey(f"update_many returned keys it was not given: {stray!r}")
             adds = [self._entry(subjects[k], v) for k, v in result.items()]
             removes = [q for quads in old.values() for q in quads]
-            self.backend.apply(removes, adds)
+            changed = [
+                (s, [a for a in adds if a.subject == s])
+                for k, s in subjects.items()
+                if old[k] or k in result
+            ]
+            gone, added = self._versioned(changed)
+            self._apply(removes + gone, adds + added)
         return result
 
-    def keys(self, prefix: str = "") -> list[str]:
-        """This namespace's keys that start with ``prefix``, unqualified, sorted."""
+    def keys(self, prefix: str = "", *, as_of: datetime | None = None) -> list[str]:
+        """This namespace's keys that start with ``prefix``, unqualified, sorted; with
+        ``as_of``, those that had an entry at that moment.
+
+        Raises:
+            HistoryUnavailable: ``as_of`` on a store that keeps no history.
+        """
         key_of = self._codec.key_of
-        found = {key_of(_iri(q)) for q in self._own_entries()}
+        if as_of is not None:
+            require(self._history)
+            alive = subjects_at(self.backend, self._kv_graph, as_of)
+            found = {key_of(s.value) for s in alive}
+        else:
+            found = {key_of(_iri(q)) for q in self._own_entries()}
         return sorted(k for k in found if k is not None and k.startswith(prefix))
 
     def _own_entries(self) -> list[Quad]:
@@ -313,4 +392,24 @@ class KeyValue:
             except (InvalidKey, ValueError) as exc:
                 raise incompatible(f"entry {i}: {exc}") from exc
         with self.backend.exclusive([]), self._entry_write():
-            self.backend.apply(self._own_entries(), list(adds.values()))
+            old = self._own_entries()
+            new = list(adds.values())
+            gone, added = self._versioned(_differences(old, new))
+            self._apply(old + gone, new + added)
+
+
+def _differences(old: list[Quad], new: list[Quad]) -> list[tuple[NamedNode, list[Quad]]]:
+    """The entries whose quads differ between ``old`` and ``new``, with their new quads."""
+    before: dict[NamedNode, set[Quad]] = {}
+    after: dict[NamedNode, list[Quad]] = {}
+    for q in old:
+        if isinstance(q.subject, NamedNode):
+            before.setdefault(q.subject, set()).add(q)
+    for q in new:
+        if isinstance(q.subject, NamedNode):
+            after.setdefault(q.subject, []).append(q)
+    return [
+        (s, after.get(s, []))
+        for s in sorted(set(before) | set(after), key=lambda n: n.value)
+        if before.get(s, set()) != set(after.get(s, []))
+    ]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -21,11 +22,13 @@ from rdfmem.backends.oxigraph import OxigraphBackend
 from rdfmem.backends.sparql import SparqlBackend
 from rdfmem.backends.sparql.client import LEASE_GRAPH_IRI
 from rdfmem.backends.sparql.lease_steps import RANGE_DELIMITERS
-from rdfmem.core.errors import InvalidTerm, InvalidValue, StoreAlreadyOpen
+from rdfmem.core.errors import InvalidTerm, InvalidValue
 from rdfmem.core.keys import KeyCodec
 from rdfmem.core.ontology import PREFIXES
 from rdfmem.core.terms import to_graph, to_object, to_predicate, to_subject
-from rdfmem.store.indexes.follow import Follower
+from rdfmem.store.history import Recorder
+from rdfmem.store.history_api import HistoryMethods
+from rdfmem.store.indexes.follow import Follower, following, max_age
 from rdfmem.store.indexes.hub import IndexHub
 from rdfmem.store.kv import KeyValue
 from rdfmem.store.remote import (
@@ -53,7 +56,7 @@ S = TypeVar("S", bound="RdfStore")
 T = TypeVar("T")
 
 
-class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
+class RdfStore(KeyValue, TripleStore, HistoryMethods, AsyncKeyValue):
     """A key/value Store and a TripleStore over one RDF dataset.
 
     >>> store = RdfStore()                      # embedded Oxigraph, in memory
@@ -70,9 +73,15 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         subject_prefix: the IRI prefix of entry subjects.
         value_predicate: the predicate of entry triples.
         graph: the named graph holding the entries.
+        history: record every key/value write (who, when, why, the value) in history
+            graphs beside the data, in the same atomic write (``rdfmem.store.history``).
+        agent: the agent IRI writes are attributed to outside ``attributed`` blocks.
+        history_retention: keep, per resource, versions no older than a ``timedelta``
+            or the newest ``int`` of them (applied in each key/value write).
 
     Raises:
-        InvalidTerm: a prefix, predicate or graph that is not an IRI.
+        InvalidTerm: a prefix, predicate, graph or agent that is not an IRI.
+        InvalidValue: a ``history_retention`` that is neither.
     """
 
     def __init__(
@@ -83,7 +92,11 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         subject_prefix: str = DEFAULT_SUBJECT_PREFIX,
         value_predicate: str = DEFAULT_VALUE_PREDICATE,
         graph: str = DEFAULT_GRAPH,
+        history: bool = False,
+        agent: str | None = None,
+        history_retention: timedelta | int | None = None,
     ) -> None:
+        self._history = Recorder(agent, history_retention) if history else None
         self.backend = backend if backend is not None else OxigraphBackend()
         self.namespace = namespace
         try:
@@ -123,13 +136,9 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
             StoreAlreadyOpen: ``path`` is held by a process that does not serve it (another
                 program, or another user's process).
         """
-        try:
-            backend: Backend = OxigraphBackend(path)
-        except StoreAlreadyOpen:
-            from rdfmem.backends.attached import AttachedBackend
+        from rdfmem.backends.attached import open_shared
 
-            backend = AttachedBackend(path, wait_s=attach_wait_s)
-        return cls(backend, **options)
+        return cls(open_shared(path, attach_wait_s), **options)
 
     @classmethod
     def connect(
@@ -210,12 +219,13 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
         """The client-side copy of ``predicate``'s vectors on a remote store that keeps the
         change log (shared by this store's views); None on any other store."""
         backend = self.backend
-        if not isinstance(backend, SparqlBackend) or not backend.change_log:
+        if not isinstance(backend, SparqlBackend) or not following(backend):
             return None
         with self._followers_lock:
             found = self._followers.get(predicate.value)
             if found is None:
-                found = self._followers[predicate.value] = Follower(backend, predicate.value)
+                found = Follower(backend, predicate.value, max_age(backend))
+                self._followers[predicate.value] = found
             return found
 
     def refresh(self) -> None:
@@ -231,11 +241,9 @@ class RdfStore(KeyValue, TripleStore, AsyncKeyValue):
     ) -> AbstractContextManager[Any]:
         """A block whose raw updates change only ``subjects`` of ``graph`` (or, with no
         subjects, only ``graph``): on a remote store with the change log, the log records
-        exactly that, so followers of other graphs read nothing again. Elsewhere a no-op."""
-        backend = self.backend
-        if isinstance(backend, SparqlBackend):
-            return backend.scope(graph, subjects)
-        return nullcontext()
+        exactly that, and an owned on-disk store notes it in its journal, so followers (of
+        other graphs) read nothing again. Elsewhere a no-op (``Backend.scope``)."""
+        return self.backend.scope(graph, subjects)
 
     def match(
         self,
@@ -335,13 +343,23 @@ class RemoteStore(RdfStore):
         super().__init__(backend, **options)
         self.endpoint = Endpoint(backend.query_url, region)
         self._network = NetworkEntries(
-            backend, self._codec, self._value_predicate, self._kv_graph, backend.wrote
+            backend,
+            self._codec,
+            self._value_predicate,
+            self._kv_graph,
+            backend.wrote,
+            history=self._history,
         )
 
     def with_namespace(self, namespace: str) -> RemoteStore:
         view: RemoteStore = super().with_namespace(namespace)
         view._network = NetworkEntries(
-            view.backend, view._codec, view._value_predicate, view._kv_graph, view.backend.wrote
+            view.backend,
+            view._codec,
+            view._value_predicate,
+            view._kv_graph,
+            view.backend.wrote,
+            history=view._history,
         )
         return view
 
@@ -488,8 +506,10 @@ class RemoteStore(RdfStore):
         """Async ``health``; never raises."""
         return bool(await self.run_async(self.health, timeout_ms))
 
-    async def aget(self, key: str, default: Any = None) -> Any:
-        """Async ``get``, on the network without a thread."""
+    async def aget(self, key: str, default: Any = None, *, as_of: datetime | None = None) -> Any:
+        """Async ``get``, on the network without a thread (``as_of``: on a thread)."""
+        if as_of is not None:
+            return await super().aget(key, default, as_of=as_of)
         return await self._network.aget(key, default)
 
     async def ahas(self, key: str) -> bool:

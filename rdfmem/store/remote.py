@@ -62,6 +62,8 @@ from rdfmem.backends.sparql.wire import compile_match, edit_requests, to_wire
 from rdfmem.core.errors import BackingError, InvalidTerm
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value
 from rdfmem.core.terms import sparql_term
+from rdfmem.store.history import LATEST, VALUE, Recorder, history_graph
+from rdfmem.store.history_wire import change_records, versioned_request
 from rdfmem.store.kv import Edit, delete_edit, set_edit, update_edit
 from rdfmem.store.triples import refuse_network
 
@@ -92,7 +94,10 @@ class NetworkEntries:
         value_predicate: NamedNode,
         kv_graph: NamedNode,
         on_write: Callable[[], None],
+        *,
+        history: Recorder | None = None,
     ) -> None:
+        self.history = history
         self.backend = backend
         self.codec = codec
         self.value_predicate = value_predicate
@@ -227,8 +232,19 @@ class NetworkEntries:
             new, result = edit(old)
             parts: list[str] = []
             if new is not None:
-                parts = edit_requests(old, new, default_graph=backend.default_graph)
-                if parts and backend.change_log:
+                gone, added = await self._aversioned(subject, new, claim)
+                if gone or added:
+                    parts = [
+                        " ; ".join(
+                            versioned_request(old + gone, new + added, backend.default_graph)
+                        )
+                    ]
+                else:
+                    parts = edit_requests(old, new, default_graph=backend.default_graph)
+                if parts and backend.change_log and (gone or added):
+                    records = change_records(backend.change_graph, [*old, *new, *gone, *added])
+                    parts[-1] += " ; " + " ; ".join(records)
+                elif parts and backend.change_log:
                     parts[-1] += " ; " + log_change(
                         backend.change_graph, uuid.uuid4().hex, [self.kv_graph.value], [subject]
                     )
@@ -249,6 +265,32 @@ class NetworkEntries:
                 if writes:  # counted where it is sent, also when it failed (it may be applied)
                     self.on_write()
         return result
+
+    async def _aversioned(
+        self, subject: NamedNode, new: list[Quad], claim: Claim | None
+    ) -> tuple[list[Quad], list[Quad]]:
+        """The history quads of a write of ``subject`` (none without history): its latest
+        version read along with the claim, or in one query."""
+        recorder = self.history
+        if recorder is None:
+            return [], []
+        history = history_graph(self.kv_graph)
+        heads: dict[NamedNode, NamedNode] = {}
+        if claim is not None and claim.prefetch is not None:
+            rows = [
+                r
+                for r in claim.prefetch
+                if r.get("ps") == subject and r.get("pp") == LATEST and r.get("pg") == history
+            ]
+        else:
+            sparql, _ = compile_match(subject, LATEST, None, history, default_graph=None)
+            rows = [{"po": r["o"]} for r in await self._arows(sparql) if "o" in r]
+        for row in rows:
+            if isinstance(row.get("po"), NamedNode):
+                heads[subject] = row["po"]
+        return recorder.record(
+            self.kv_graph, [(subject, new)], heads, rename={self.value_predicate: VALUE}
+        )
 
     async def aget(self, key: str, default: Any = None) -> Any:
         """Async ``get``, on the network without a thread."""

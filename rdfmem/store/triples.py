@@ -19,6 +19,7 @@ from pyoxigraph import (
     QuerySolutions,
     RdfFormat,
     Variable,
+    serialize,
 )
 
 from rdfmem.backends.base import Backend
@@ -27,6 +28,7 @@ from rdfmem.core.formats import rdf_format
 from rdfmem.core.guard import find_forbidden
 from rdfmem.core.results import GraphResult, Row, SelectResult
 from rdfmem.core.terms import sparql_term, to_graph, to_object, to_predicate, to_subject
+from rdfmem.store.history import HISTORY_PREFIX as _HISTORY_PREFIX
 
 __all__ = ["Pattern", "TripleStore", "compile_patterns"]
 
@@ -395,9 +397,12 @@ class TripleStore:
 
     # -- files --------------------------------------------------------------------------
 
-    def export(self, format: str | RdfFormat = "turtle", graph: Any = None) -> str:
+    def export(
+        self, format: str | RdfFormat = "turtle", graph: Any = None, *, history: bool = True
+    ) -> str:
         """The store as text: a triple format exports one graph (the default graph when
-        None), a dataset format (TriG, N-Quads) every graph.
+        None), a dataset format (TriG, N-Quads) every graph; ``history=False`` leaves the
+        history graphs (``urn:rdfmem:history:…``) out, for inspecting the data alone.
 
         Raises:
             FormatError: an unknown format.
@@ -406,6 +411,14 @@ class TripleStore:
         name = None if graph is None else to_graph(graph)
         if isinstance(name, Variable):
             raise InvalidTerm("export needs a graph, not a variable")
+        if not history and fmt.supports_datasets:
+            kept = [
+                q
+                for q in self.backend.match()
+                if not str(getattr(q.graph_name, "value", "")).startswith(_HISTORY_PREFIX)
+            ]
+            text = serialize(kept, None, fmt, prefixes=self.prefixes) or b""
+            return text.decode("utf-8")
         return self.backend.dump(fmt, from_graph=name, prefixes=self.prefixes).decode("utf-8")
 
     def load(

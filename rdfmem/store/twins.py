@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 __all__ = ["AsyncKeyValue"]
@@ -25,7 +27,7 @@ class AsyncKeyValue(ABC):
         """Run a blocking call without blocking the event loop."""
 
     @abstractmethod
-    def get(self, key: str, default: Any = None) -> Any: ...
+    def get(self, key: str, default: Any = None, *, as_of: datetime | None = None) -> Any: ...
 
     @abstractmethod
     def set(self, key: str, value: Any) -> None: ...
@@ -45,7 +47,7 @@ class AsyncKeyValue(ABC):
     ) -> dict[str, Any]: ...
 
     @abstractmethod
-    def keys(self, prefix: str = "") -> list[str]: ...
+    def keys(self, prefix: str = "", *, as_of: datetime | None = None) -> list[str]: ...
 
     @abstractmethod
     def snapshot(self) -> dict[str, Any]: ...
@@ -56,8 +58,10 @@ class AsyncKeyValue(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
-    async def aget(self, key: str, default: Any = None) -> Any:
+    async def aget(self, key: str, default: Any = None, *, as_of: datetime | None = None) -> Any:
         """Async ``get``."""
+        if as_of is not None:
+            return await self.run_async(partial(self.get, key, default, as_of=as_of))
         return await self.run_async(self.get, key, default)
 
     async def aset(self, key: str, value: Any) -> None:
@@ -82,8 +86,10 @@ class AsyncKeyValue(ABC):
         """Async ``update_many``: still all or nothing."""
         return await self.run_async(self.update_many, keys, fn)
 
-    async def akeys(self, prefix: str = "") -> list[str]:
+    async def akeys(self, prefix: str = "", *, as_of: datetime | None = None) -> list[str]:
         """Async ``keys``."""
+        if as_of is not None:
+            return await self.run_async(partial(self.keys, prefix, as_of=as_of))
         return await self.run_async(self.keys, prefix)
 
     async def asnapshot(self) -> dict[str, Any]:

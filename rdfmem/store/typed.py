@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -72,9 +73,14 @@ class TypedStore(AsyncKeyValue, Generic[M]):
         except ValidationError as exc:
             raise SchemaError(f"stored value of {key} no longer fits the schema: {exc}") from exc
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """The validated value of ``key``, or ``default``."""
+    def get(self, key: str, default: Any = None, *, as_of: datetime | None = None) -> Any:
+        """The validated value of ``key``, or ``default`` (with ``as_of``: at that moment,
+        on a store that keeps history)."""
         self._adapter(key)
+        if as_of is not None:
+            missing = object()
+            raw = self.inner.get(key, missing, as_of=as_of)
+            return default if raw is missing else self._load(key, raw)
         if not self.inner.has(key):
             return default
         return self._load(key, self.inner.get(key))
@@ -137,8 +143,8 @@ class TypedStore(AsyncKeyValue, Generic[M]):
         self.inner.update_many(names, step)
         return dict(result)
 
-    def keys(self, prefix: str = "") -> list[str]:
-        return [k for k in self.inner.keys(prefix) if k in self._adapters]
+    def keys(self, prefix: str = "", *, as_of: datetime | None = None) -> list[str]:
+        return [k for k in self.inner.keys(prefix, as_of=as_of) if k in self._adapters]
 
     def snapshot(self) -> dict[str, Any]:
         return self.inner.snapshot()

@@ -1,0 +1,236 @@
+"""History (issue 24): what keeping it costs a write, and what reading the past costs.
+
+Side by side in one run, every call timed (none left out, the first included):
+
+1. ``set`` on an on-disk store: raw pyoxigraph quad edit (the floor), rdfmem without
+   history, rdfmem with history (the target: <= 1.5x without).
+2. ``get(key, as_of=t)`` at ``--versions`` versions (100 per key) against a current
+   ``get`` answered by SPARQL (the target: <= 2x) and the cached ``get``.
+3. ``changes_since`` of a one-hour window at ``--big`` versions (the target: <= 10 ms).
+
+The stores of 2 and 3 are filled with versions made by rdfmem's own ``Recorder`` (the
+quads a write records), bulk-loaded with synthetic times spread over past hours: writing a
+million versions one ``set`` at a time would take the run hours, and reads see the same
+quads either way.
+
+Run: ``python benchmarks/bench_history.py`` (full: 100,000 and 1,000,000 versions; writes
+``benchmarks/results/history.md``) or ``--quick`` (small sizes; the table goes to a temp
+file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from latency import Latencies, machine, ms, ratio, time_calls
+from pyoxigraph import Literal, NamedNode, Quad, Store
+from results_io import write_results
+
+from rdfmem import RdfStore
+from rdfmem.store.history import LATEST, VALUE, HistoryClock, Recorder, jump_target
+
+RDF_JSON = NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON")
+PRED = NamedNode("urn:rdfmem:store:value")
+GRAPH = NamedNode("urn:rdfmem:graph:store")
+UTC = dt.timezone.utc
+GET_SPARQL = "SELECT ?o WHERE { GRAPH <urn:rdfmem:graph:store> { ?s <urn:rdfmem:store:value> ?o } }"
+
+
+class _SyntheticClock(HistoryClock):
+    """Hands out the times it is told to (bulk-filling a history with past writes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next = dt.datetime(2026, 1, 1, tzinfo=UTC)
+
+    def now(self, after: dt.datetime | None = None) -> dt.datetime:
+        return self.next
+
+
+def row(name: str, lat: Latencies, floor: float) -> str:
+    return (
+        f"| {name} | {lat.n:,} | {ms(lat.p50)} | {ms(lat.p99)} | {ms(lat.slowest)} "
+        f"| {ratio(lat.p50 / floor)} |"
+    )
+
+
+def bench_writes(n: int, keys: int, folder: Path) -> list[str]:
+    raw = Store(str(folder / "raw"))
+    subjects = [NamedNode(f"urn:rdfmem:store:k{i}") for i in range(keys)]
+
+    def raw_set(i: int) -> None:
+        s = subjects[i % keys]
+        old = list(raw.quads_for_pattern(s, PRED, None, GRAPH))
+        new = Quad(s, PRED, Literal(json.dumps({"n": i}), datatype=RDF_JSON), GRAPH)
+        if old:
+            raw.update(
+                f"DELETE DATA {{ GRAPH {GRAPH} {{ {s} {PRED} {old[0].object} }} }} ; "
+                f"INSERT DATA {{ GRAPH {GRAPH} {{ {s} {PRED} {new.object} }} }}"
+            )
+        else:
+            raw.add(new)
+
+    plain = RdfStore.open(folder / "plain")
+    kept = RdfStore.open(folder / "history", history=True, agent="urn:agent:bench")
+    results = {
+        "raw pyoxigraph (floor)": time_calls(raw_set, n),
+        "rdfmem, no history": time_calls(lambda i: plain.set(f"k{i % keys}", {"n": i}), n),
+        "rdfmem, history=True": time_calls(lambda i: kept.set(f"k{i % keys}", {"n": i}), n),
+    }
+    extra = kept.count(graph="urn:rdfmem:history:urn:rdfmem:graph:store") / n
+    plain.close()
+    kept.close()
+    floor = results["rdfmem, no history"].p50
+    lines = [
+        f"### `set` on disk: {n:,} writes over {keys} keys",
+        "",
+        "| store | calls | p50 ms | p99 ms | slowest ms | p50 vs no history |",
+        "|---|---:|---:|---:|---:|---:|",
+        *(row(name, lat, floor) for name, lat in results.items()),
+        "",
+        f"History quads kept per write: {extra:.1f} (activity 4; version 4, or 6 with "
+        "`prov:wasRevisionOf` and `rm:skip`; the previous version's end 1; the head: 1).",
+        "",
+    ]
+    return lines
+
+
+def fill(store: RdfStore, versions: int, keys: int, per_hour: int) -> dt.datetime:
+    """``versions`` versions over ``keys`` keys, ``per_hour`` per hour from 2026-01-01;
+    returns the time of the last one."""
+    clock = _SyntheticClock()
+    recorder = Recorder("urn:agent:bench", clock=clock)
+    heads: dict[NamedNode, NamedNode] = {}
+    jumps: dict[NamedNode, NamedNode] = {}
+    batch: list[Quad] = []
+    current: dict[NamedNode, Quad] = {}
+    step = dt.timedelta(seconds=3600 / per_hour)
+    for i in range(versions):
+        s = NamedNode(f"urn:rdfmem:store:k{i % keys}")
+        clock.next = dt.datetime(2026, 1, 1, tzinfo=UTC) + step * i
+        entry = Quad(s, PRED, Literal(json.dumps({"n": i}), datatype=RDF_JSON), GRAPH)
+        head = heads.get(s)
+        skips = {}
+        if head is not None:  # the pointers a write computes (skip_pointers), kept here
+            skips[s] = jump_target(head, jumps[head], jumps[jumps[head]]) or head
+        _, added = recorder.record(
+            GRAPH, [(s, [entry])], {s: head} if head else {}, rename={PRED: VALUE}, skips=skips
+        )
+        batch.extend(q for q in added if q.predicate != LATEST)
+        made = next(q.object for q in added if q.predicate == LATEST)
+        assert isinstance(made, NamedNode)
+        jumps[made] = skips.get(s) or head or made
+        heads[s] = made
+        current[s] = entry
+        if len(batch) > 200_000:
+            store.backend.apply([], batch)
+            batch = []
+    history = NamedNode("urn:rdfmem:history:" + GRAPH.value)
+    batch.extend(Quad(s, LATEST, v, history) for s, v in heads.items())
+    batch.extend(current.values())
+    store.backend.apply([], batch)
+    return clock.next
+
+
+def bench_as_of(versions: int, calls: int, folder: Path) -> list[str]:
+    keys = max(1, versions // 100)
+    store = RdfStore.open(folder / "as_of", history=True)
+    last = fill(store, versions, keys, per_hour=1000)
+    first = dt.datetime(2026, 1, 1, tzinfo=UTC)
+    rng = random.Random(7)
+    moments = [first + (last - first) * rng.random() for _ in range(calls)]
+    names = [f"k{rng.randrange(keys)}" for _ in range(calls)]
+    nodes = [NamedNode(f"urn:rdfmem:store:{k}") for k in names]
+    results = {
+        "current get from SPARQL (floor)": time_calls(
+            lambda i: store.query(GET_SPARQL.replace("?s", str(nodes[i]))), calls
+        ),
+        "current get (cached)": time_calls(lambda i: store.get(names[i]), calls),
+        "get(key, as_of=t)": time_calls(lambda i: store.get(names[i], as_of=moments[i]), calls),
+        "keys(as_of=t), whole store": time_calls(
+            lambda i: store.keys(as_of=moments[i]), max(3, calls // 100)
+        ),
+    }
+    floor = results["current get from SPARQL (floor)"].p50
+    store.close()
+    return [
+        f"### reads at {versions:,} versions ({keys:,} keys, 100 versions each)",
+        "",
+        "| read | calls | p50 ms | p99 ms | slowest ms | p50 vs SPARQL get |",
+        "|---|---:|---:|---:|---:|---:|",
+        *(row(name, lat, floor) for name, lat in results.items()),
+        "",
+    ]
+
+
+def bench_changes(versions: int, calls: int, folder: Path, per_hour: int) -> list[str]:
+    store = RdfStore.open(folder / f"changes-{per_hour}", history=True)
+    last = fill(store, versions, max(1, versions // 100), per_hour=per_hour)
+    rng = random.Random(11)
+    starts = [
+        last - dt.timedelta(hours=1 + rng.random() * (versions / per_hour - 2))
+        for _ in range(calls)
+    ]
+    found: list[int] = []
+
+    def window(i: int) -> None:
+        found.append(len(store.changes_since(starts[i], starts[i] + dt.timedelta(hours=1))))
+
+    lat = time_calls(window, calls)
+    store.close()
+    mean = sum(found) / len(found)
+    return [
+        f"### `changes_since` of a one-hour window at {versions:,} versions ({per_hour:,} an hour)",
+        "",
+        "| read | calls | p50 ms | p99 ms | slowest ms | versions found (mean) |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| changes_since(t, t + 1 h) | {lat.n:,} | {ms(lat.p50)} | {ms(lat.p99)} "
+        f"| {ms(lat.slowest)} | {mean:,.0f} |",
+        "",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, table to a temp file")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    quick = args.quick
+    writes, versions, big, calls = (
+        (500, 5_000, 20_000, 50) if quick else (5_000, 100_000, 1_000_000, 500)
+    )
+    with tempfile.TemporaryDirectory(prefix="rdfmem-bench-history-") as tmp:
+        folder = Path(tmp)
+        parts: list[Callable[[], list[str]]] = [
+            lambda: bench_writes(writes, 100, folder),
+            lambda: bench_as_of(versions, calls, folder),
+            lambda: bench_changes(big, max(5, calls // 10), folder, per_hour=100),
+            lambda: bench_changes(big, max(5, calls // 10), folder, per_hour=1000),
+        ]
+        lines = [
+            "# History: write cost and reads of the past",
+            "",
+            f"{machine()}; {'--quick' if quick else 'full'} run, "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+            "Every call timed, the first included. Targets (issue 24): `set` with history "
+            "<= 1.5x without; `get(as_of)` <= 2x a SPARQL get; one-hour `changes_since` "
+            "<= 10 ms at 1,000,000 versions.",
+            "",
+        ]
+        for part in parts:
+            section = part()
+            print("\n".join(section), flush=True)
+            lines.extend(section)
+    target = args.out or Path(__file__).parent / "results" / "history.md"
+    write_results(target, "\n".join(lines), quick=quick and args.out is None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,482 @@
+"""History of writes: PROV-O activities and versions, written with the data they describe.
+
+A store opened with ``history=True`` records, in the very write that changes its data
+(the same ``backend.apply``, so the same SPARQL update request on a server):
+
+* one ``prov:Activity`` per write: ``prov:endedAtTime``, ``prov:wasAssociatedWith`` (the
+  ``by=`` of an ``attributed`` block, else the store's ``agent=``), ``rm:reason`` (the
+  ``why=``, when given) and ``rm:hour`` (its UTC hour, ``"2026-11-23T23"``: the bucket that
+  ``changes_since`` looks up instead of scanning);
+* one version per changed resource: ``prov:specializationOf`` the resource,
+  ``prov:generatedAtTime``, ``prov:wasGeneratedBy`` the activity, ``prov:wasRevisionOf``
+  the previous version (which gains ``prov:invalidatedAtTime``), and the resource's state:
+  its quads with the version as subject (``rdf:type`` written ``rm:hadType``, a key/value
+  entry's value ``rm:entryValue`` as its JSON text, so that no current-state query
+  matches a version), or ``a rm:Tombstone`` once the resource is deleted;
+* ``<resource> rm:latestVersion <version>``: the head of the chain (replaced each write).
+
+All of it lives in the history graph of the data graph (``history_graph``:
+``urn:rdfmem:history:`` + the data graph's IRI), never in the data graph. A version's IRI
+holds its time (``urn:rdfmem:version:20261123T231500.123456Z-<random>-<n>``), so order and
+time are read from the IRI on every backend (Virtuoso rounds some ``xsd:dateTime``
+literals). A key/value write adds 9 quads the first time, 10 afterwards (11 with a reason).
+See docs/history.md.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pyoxigraph import Literal, NamedNode, Quad
+
+from rdfmem.backends.base import Backend
+from rdfmem.core.errors import HistoryUnavailable, InvalidTerm, InvalidValue
+from rdfmem.core.ontology import RDFMEM
+
+__all__ = [
+    "ACTIVITY_PREFIX",
+    "DEFAULT_AGENT",
+    "HISTORY_PREFIX",
+    "VERSION_PREFIX",
+    "Attribution",
+    "HistoryClock",
+    "Recorder",
+    "attributed",
+    "current_attribution",
+    "data_graph_of",
+    "history_graph",
+    "hour_bucket",
+    "depth_of",
+    "jump_target",
+    "latest_versions",
+    "skip_pointers",
+    "require",
+    "time_of_version",
+    "time_token",
+]
+
+PROV = "http://www.w3.org/ns/prov#"
+RDF_TYPE = NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+XSD_DATETIME = NamedNode("http://www.w3.org/2001/XMLSchema#dateTime")
+ACTIVITY = NamedNode(PROV + "Activity")
+ENDED = NamedNode(PROV + "endedAtTime")
+ASSOCIATED = NamedNode(PROV + "wasAssociatedWith")
+SPECIALIZES = NamedNode(PROV + "specializationOf")
+GENERATED_AT = NamedNode(PROV + "generatedAtTime")
+GENERATED_BY = NamedNode(PROV + "wasGeneratedBy")
+INVALIDATED_AT = NamedNode(PROV + "invalidatedAtTime")
+REVISION_OF = NamedNode(PROV + "wasRevisionOf")
+REASON = NamedNode(RDFMEM + "reason")
+HOUR = NamedNode(RDFMEM + "hour")
+LATEST = NamedNode(RDFMEM + "latestVersion")
+HAD_TYPE = NamedNode(RDFMEM + "hadType")
+SKIP = NamedNode(RDFMEM + "skip")
+VALUE = NamedNode(RDFMEM + "entryValue")
+TOMBSTONE = NamedNode(RDFMEM + "Tombstone")
+COMPACTION = NamedNode(RDFMEM + "Compaction")
+COMPACTED_BEFORE = NamedNode(RDFMEM + "compactedBefore")
+REMOVED_VERSIONS = NamedNode(RDFMEM + "removedVersions")
+
+HISTORY_PREFIX = "urn:rdfmem:history:"
+VERSION_PREFIX = "urn:rdfmem:version:"
+ACTIVITY_PREFIX = "urn:rdfmem:activity:"
+#: Who wrote, when neither ``attributed(by=...)`` nor the store's ``agent=`` says.
+DEFAULT_AGENT = "urn:rdfmem:agent:unattributed"
+_UTC = _dt.timezone.utc
+_TOKEN_LEN = len("20261123T231500.123456Z")
+
+
+def history_graph(graph: NamedNode | str) -> NamedNode:
+    """The history graph beside the data graph ``graph``.
+
+    >>> history_graph("urn:rdfmem:graph:store").value
+    'urn:rdfmem:history:urn:rdfmem:graph:store'
+    >>> data_graph_of("urn:rdfmem:history:urn:rdfmem:graph:store")
+    'urn:rdfmem:graph:store'
+    """
+    return _history_node(graph.value if isinstance(graph, NamedNode) else graph)
+
+
+@lru_cache(maxsize=1024)
+def _history_node(iri: str) -> NamedNode:
+    return NamedNode(HISTORY_PREFIX + iri)
+
+
+def data_graph_of(history_iri: str) -> str | None:
+    """The data graph whose history ``history_iri`` is, or None when it is none."""
+    if not history_iri.startswith(HISTORY_PREFIX):
+        return None
+    return history_iri[len(HISTORY_PREFIX) :]
+
+
+def time_token(moment: _dt.datetime) -> str:
+    """A fixed-width UTC token of ``moment`` (tokens sort as the times do).
+
+    >>> time_token(_dt.datetime(2026, 11, 23, 23, 15, 0, 12, tzinfo=_UTC))
+    '20261123T231500.000012Z'
+    """
+    utc = utc_time(moment)
+    return (
+        f"{utc.year:04d}{utc.month:02d}{utc.day:02d}T{utc.hour:02d}{utc.minute:02d}"
+        f"{utc.second:02d}.{utc.microsecond:06d}Z"
+    )
+
+
+def _from_token(token: str) -> _dt.datetime:
+    return _dt.datetime(
+        int(token[0:4]),
+        int(token[4:6]),
+        int(token[6:8]),
+        int(token[9:11]),
+        int(token[11:13]),
+        int(token[13:15]),
+        int(token[16:22]),
+        tzinfo=_UTC,
+    )
+
+
+def time_of_version(iri: str) -> _dt.datetime | None:
+    """The time held by a version's (or an activity's) IRI; None for another IRI."""
+    for prefix in (VERSION_PREFIX, ACTIVITY_PREFIX):
+        if iri.startswith(prefix):
+            token = iri[len(prefix) : len(prefix) + _TOKEN_LEN]
+            try:
+                return _from_token(token)
+            except ValueError:
+                return None
+    return None
+
+
+def token_of_version(iri: str) -> str:
+    """The sortable time token of a version IRI ("" for another IRI)."""
+    if iri.startswith(VERSION_PREFIX):
+        return iri[len(VERSION_PREFIX) : len(VERSION_PREFIX) + _TOKEN_LEN]
+    return ""
+
+
+def depth_of(iri: str) -> int | None:
+    """A version's place in its chain (1: the first), when its IRI says (versions written
+    by ``Recorder.record`` do; those of ``versioning_update`` do not).
+
+    >>> depth_of("urn:rdfmem:version:20260101T000000.000000Z-ab12cd34-0-d7"), depth_of("x")
+    (7, None)
+    """
+    cut = iri.rfind("-d")
+    if cut < 0 or not iri.startswith(VERSION_PREFIX):
+        return None
+    digits = iri[cut + 2 :]
+    return int(digits) if digits.isdigit() else None
+
+
+def jump_target(
+    prev: NamedNode | None, prev_jump: NamedNode | None, prev_jump_jump: NamedNode | None
+) -> NamedNode | None:
+    """The skip pointer (``rm:skip``) of the version after ``prev``: Myers' jump pointers
+    (an applicative random-access stack, 1983), so that finding the version in effect at
+    a moment takes O(log n) lookups. ``prev_jump``: ``prev``'s own skip (its parent when
+    it has none); ``prev_jump_jump``: that one's. None means "the parent"."""
+    if prev is None or prev_jump is None or prev_jump_jump is None:
+        return None
+    d, dj, djj = depth_of(prev.value), depth_of(prev_jump.value), depth_of(prev_jump_jump.value)
+    if d is None or dj is None or djj is None:
+        return None
+    return prev_jump_jump if d - dj == dj - djj else None
+
+
+def utc_time(moment: object) -> _dt.datetime:
+    """``moment`` in UTC (a naive datetime is taken as UTC).
+
+    Raises:
+        InvalidValue: ``moment`` is not a ``datetime``.
+    """
+    if not isinstance(moment, _dt.datetime):
+        raise InvalidValue(
+            f"a time must be a datetime (timezone-aware, or naive meaning UTC), not {moment!r}"
+        )
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=_UTC)
+    return moment.astimezone(_UTC)
+
+
+def hour_bucket(moment: _dt.datetime) -> str:
+    """The ``rm:hour`` bucket of ``moment``: its UTC hour as ``YYYY-MM-DDTHH``.
+
+    >>> hour_bucket(_dt.datetime(2026, 11, 23, 23, 59, tzinfo=_UTC))
+    '2026-11-23T23'
+    """
+    utc = utc_time(moment)
+    return f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}"
+
+
+def date_literal(moment: _dt.datetime) -> Literal:
+    """An ``xsd:dateTime`` literal in UTC, to the microsecond."""
+    text = utc_time(moment).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return Literal(text, datatype=XSD_DATETIME)
+
+
+class HistoryClock:
+    """UTC now, strictly later than the last time it gave, and than any ``after``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = _dt.datetime.min.replace(tzinfo=_UTC)
+
+    def now(self, after: _dt.datetime | None = None) -> _dt.datetime:
+        with self._lock:
+            now = _dt.datetime.now(_UTC)
+            floor = self._last if after is None or after < self._last else after
+            if now <= floor:
+                now = floor + _dt.timedelta(microseconds=1)
+            self._last = now
+            return now
+
+
+#: One clock for the process: every store of it hands out strictly increasing times.
+CLOCK = HistoryClock()
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Who writes (``by``, an IRI) and why (``why``, text), when an ``attributed`` block
+    says; None where it does not."""
+
+    by: str | None = None
+    why: str | None = None
+
+
+_NOBODY = Attribution()
+_ATTRIBUTION: ContextVar[Attribution | None] = ContextVar("rdfmem_attribution", default=None)
+
+
+def current_attribution() -> Attribution:
+    """The attribution of the innermost ``attributed`` block of this thread or task."""
+    return _ATTRIBUTION.get() or _NOBODY
+
+
+def _check_agent(by: object) -> str:
+    if isinstance(by, NamedNode):
+        return by.value
+    if not isinstance(by, str) or not by:
+        raise InvalidTerm(f"by= / agent= must be an agent IRI such as 'urn:agent:planner': {by!r}")
+    try:
+        NamedNode(by)
+    except ValueError as exc:
+        raise InvalidTerm(
+            f"by= / agent= must be an IRI such as 'urn:agent:planner', not {by!r}: {exc}"
+        ) from exc
+    return by
+
+
+def check_agent(by: object) -> str:
+    """``by`` as an IRI string.
+
+    Raises:
+        InvalidTerm: ``by`` is not an IRI.
+    """
+    return _check_agent(by)
+
+
+@contextmanager
+def attributed(by: str | NamedNode | None = None, why: str | None = None) -> Iterator[None]:
+    """Attribute the writes made inside the block (this thread or task, and the async
+    twins it awaits) to ``by`` with the reason ``why``. Blocks nest: an inner block
+    keeps what it does not say from the outer one.
+
+    Raises:
+        InvalidTerm: ``by`` is not an IRI.
+        InvalidValue: ``why`` is not a str.
+    """
+    outer = _ATTRIBUTION.get() or _NOBODY
+    agent = outer.by if by is None else _check_agent(by)
+    if why is not None and not isinstance(why, str):
+        raise InvalidValue(f"why= must be a str, not {why!r}")
+    if why is not None:
+        why.encode("utf-8")
+    token = _ATTRIBUTION.set(Attribution(agent, outer.why if why is None else why))
+    try:
+        yield
+    finally:
+        _ATTRIBUTION.reset(token)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """One write's activity: its IRI, time, agent and reason."""
+
+    activity: NamedNode
+    at: _dt.datetime
+    by: str
+    why: str | None
+
+    @property
+    def token(self) -> str:
+        return self.activity.value[len(ACTIVITY_PREFIX) :]
+
+    def quads(self, history: NamedNode, when: Literal | None = None) -> list[Quad]:
+        """The activity's quads (4, or 5 with a reason); ``when``: its time's literal."""
+        a = self.activity
+        out = [
+            Quad(a, RDF_TYPE, ACTIVITY, history),
+            Quad(a, ENDED, when or date_literal(self.at), history),
+            Quad(a, ASSOCIATED, NamedNode(self.by), history),
+            Quad(a, HOUR, Literal(hour_bucket(self.at)), history),
+        ]
+        if self.why is not None:
+            out.append(Quad(a, REASON, Literal(self.why), history))
+        return out
+
+    def version(self, n: int, depth: int | None = None) -> NamedNode:
+        """The ``n``-th version this activity makes; ``depth``: its place in its chain
+        (the first version is 1), written last in the IRI (``depth_of``)."""
+        tail = "" if depth is None else f"-d{depth}"
+        return NamedNode(f"{VERSION_PREFIX}{self.token}-{n}{tail}")
+
+
+class Recorder:
+    """The history side of one store: its default agent, its clock and its retention.
+
+    ``record`` turns a write's changes into the quads that record it, for the caller to
+    apply with the data; ``sparql_versioning`` does it as SPARQL Update operations for a
+    domain write made in SPARQL.
+    """
+
+    def __init__(
+        self,
+        agent: str | NamedNode | None = None,
+        retention: _dt.timedelta | int | None = None,
+        clock: HistoryClock = CLOCK,
+    ) -> None:
+        self.agent = DEFAULT_AGENT if agent is None else _check_agent(agent)
+        age = isinstance(retention, _dt.timedelta) and retention > _dt.timedelta(0)
+        count = type(retention) is int and retention >= 1
+        if retention is not None and not (age or count):
+            raise InvalidValue(
+                "history_retention must be a positive timedelta (an age) or an int >= 1 "
+                f"(versions kept per resource), not {retention!r}"
+            )
+        self.retention = retention
+        self.clock = clock
+
+    def stamp(self, after: _dt.datetime | None = None) -> Stamp:
+        """A new activity, later than ``after`` and than any time this process gave."""
+        attribution = _ATTRIBUTION.get() or _NOBODY
+        at = self.clock.now(after)
+        token = f"{time_token(at)}-{os.urandom(4).hex()}"
+        return Stamp(
+            NamedNode(ACTIVITY_PREFIX + token),
+            at,
+            attribution.by or self.agent,
+            attribution.why,
+        )
+
+    def record(
+        self,
+        graph: NamedNode,
+        changes: Sequence[tuple[NamedNode, Sequence[Quad]]],
+        heads: Mapping[NamedNode, NamedNode],
+        *,
+        rename: Mapping[NamedNode, NamedNode] | None = None,
+        skips: Mapping[NamedNode, NamedNode] | None = None,
+    ) -> tuple[list[Quad], list[Quad]]:
+        """The quads to remove and add, with the data, to record ``changes``: each a
+        resource and its quads after the write ([] once deleted). ``heads``: each
+        resource's latest version now (``latest_versions``). ``rename`` maps predicates
+        of the state (``rdf:type`` is always written ``rm:hadType``); ``skips``: each
+        resource's new version's skip pointer (``skip_pointers``), when it is not the
+        previous version."""
+        history = history_graph(graph)
+        after = None
+        for head in heads.values():
+            moment = time_of_version(head.value)
+            if moment is not None and (after is None or moment > after):
+                after = moment
+        stamp = self.stamp(after)
+        when = date_literal(stamp.at)
+        remove: list[Quad] = []
+        add = stamp.quads(history, when)
+        names = dict(rename or {})
+        names[RDF_TYPE] = HAD_TYPE
+        for n, (subject, state) in enumerate(changes):
+            prev = heads.get(subject)
+            depth = 1 if prev is None else depth_of(prev.value)
+            v = stamp.version(n, None if depth is None else depth + (prev is not None))
+            skip = (skips or {}).get(subject)
+            if skip is not None:
+                add.append(Quad(v, SKIP, skip, history))
+            add.append(Quad(v, SPECIALIZES, subject, history))
+            add.append(Quad(v, GENERATED_AT, when, history))
+            add.append(Quad(v, GENERATED_BY, stamp.activity, history))
+            add.append(Quad(subject, LATEST, v, history))
+            if prev is not None:
+                remove.append(Quad(subject, LATEST, prev, history))
+                add.append(Quad(prev, INVALIDATED_AT, when, history))
+                add.append(Quad(v, REVISION_OF, prev, history))
+            if state:
+                for q in state:
+                    p = names.get(q.predicate, q.predicate)
+                    o = q.object
+                    if p == VALUE and isinstance(o, Literal):
+                        # JSON text as a plain string: Virtuoso mishandles one typed
+                        # literal written twice in a request (the entry's DELETE misses).
+                        o = Literal(o.value)
+                    add.append(Quad(v, p, o, history))
+            else:
+                add.append(Quad(v, RDF_TYPE, TOMBSTONE, history))
+        return remove, add
+
+
+def require(recorder: Recorder | None) -> Recorder:
+    """``recorder``, or ``HistoryUnavailable`` when the store keeps no history."""
+    if recorder is None:
+        raise HistoryUnavailable(
+            "this store keeps no history: open it with history=True (RdfStore(history=True), "
+            "RdfStore.open(path, history=True), RdfStore.connect(..., history=True))"
+        )
+    return recorder
+
+
+def latest_versions(
+    backend: Backend, graph: NamedNode, subjects: Sequence[NamedNode]
+) -> dict[NamedNode, NamedNode]:
+    """Each subject's latest version (``rm:latestVersion``), for those that have one."""
+    history = history_graph(graph)
+    heads: dict[NamedNode, NamedNode] = {}
+    for subject in subjects:
+        for quad in backend.match(subject, LATEST, None, history):
+            if isinstance(quad.object, NamedNode):
+                heads[subject] = quad.object
+    return heads
+
+
+def skip_pointers(
+    backend: Backend, graph: NamedNode, heads: Mapping[NamedNode, NamedNode]
+) -> dict[NamedNode, NamedNode]:
+    """The skip pointers of the versions that will follow ``heads`` (two lookups each; the
+    previous version itself where Myers' rule says so: every version after the first has
+    one, so a search reads one pointer a step)."""
+    history = history_graph(graph)
+
+    def jump(v: NamedNode) -> NamedNode:
+        # Its skip, else (written without one) its parent, else (the first) itself.
+        for quad in backend.match(v, SKIP, None, history):
+            if isinstance(quad.object, NamedNode):
+                return quad.object
+        for quad in backend.match(v, REVISION_OF, None, history):
+            if isinstance(quad.object, NamedNode):
+                return quad.object
+        return v
+
+    out: dict[NamedNode, NamedNode] = {}
+    for subject, prev in heads.items():
+        if depth_of(prev.value) is None:
+            continue
+        first = jump(prev)
+        out[subject] = jump_target(prev, first, jump(first)) or prev
+    return out

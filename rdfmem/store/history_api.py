@@ -1,0 +1,248 @@
+"""``RdfStore``'s history methods: who wrote what when and why, and the store as it was.
+
+``RdfStore`` inherits them (``history``, ``history_of``, ``as_of_quads``,
+``changes_since``, ``compact_history``, ``attributed``, ``versioning_update``); the
+recording itself happens in the writes (``rdfmem.store.kv``, ``rdfmem.store.remote``) and,
+for a domain write made in SPARQL, in the operations ``versioning_update`` returns.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from typing import Any
+
+from pyoxigraph import NamedNode, Quad
+
+from rdfmem.backends.base import Backend
+from rdfmem.core.errors import InvalidTerm, InvalidValue
+from rdfmem.core.keys import KeyCodec, decode_value
+from rdfmem.core.terms import sparql_term
+from rdfmem.store.history import (
+    GENERATED_AT,
+    GENERATED_BY,
+    HAD_TYPE,
+    INVALIDATED_AT,
+    LATEST,
+    RDF_TYPE,
+    REVISION_OF,
+    SPECIALIZES,
+    TOMBSTONE,
+    VALUE,
+    Recorder,
+    attributed,
+    data_graph_of,
+    date_literal,
+    history_graph,
+    require,
+    utc_time,
+)
+from rdfmem.store.history_compact import compact
+from rdfmem.store.history_reads import Change, Version, changes, history_graphs, state_at
+from rdfmem.store.history_reads import versions_of as _versions_of
+
+__all__ = ["HistoryMethods"]
+
+
+def _node(value: object, what: str) -> NamedNode:
+    if isinstance(value, NamedNode):
+        return value
+    if not isinstance(value, str):
+        raise InvalidTerm(f"{what} must be an IRI, not {value!r}")
+    try:
+        return NamedNode(value)
+    except ValueError as exc:
+        raise InvalidTerm(f"{what} must be an IRI, not {value!r}") from exc
+
+
+class HistoryMethods:
+    """The history half of ``RdfStore`` (see ``rdfmem.store.history``)."""
+
+    backend: Backend
+    _history: Recorder | None
+    _codec: KeyCodec
+    _kv_graph: NamedNode
+    _value_predicate: NamedNode
+
+    @property
+    def keeps_history(self) -> bool:
+        """True when this store records history (``history=True``)."""
+        return self._history is not None
+
+    def _recorder(self) -> Recorder:
+        return require(self._history)
+
+    def attributed(
+        self, by: str | NamedNode | None = None, why: str | None = None
+    ) -> AbstractContextManager[None]:
+        """Attribute the writes of the block (this thread or task, and the async twins it
+        awaits; any store) to the agent IRI ``by``, for the reason ``why``. Blocks nest.
+
+        >>> from rdfmem import RdfStore
+        >>> store = RdfStore(history=True, agent="urn:agent:x")
+        >>> with store.attributed(by="urn:agent:planner", why="user asked"):
+        ...     store.set("meeting", "Tuesday")
+        >>> [(v.value, v.by, v.why) for v in store.history("meeting")]
+        [('Tuesday', 'urn:agent:planner', 'user asked')]
+
+        Raises:
+            InvalidTerm: ``by`` is not an IRI.  InvalidValue: ``why`` is not a str.
+        """
+        return attributed(by, why)
+
+    def history(self, key: str) -> list[Version]:
+        """Every version of ``key``'s entry, oldest first: ``.value`` (None once deleted),
+        ``.at`` (UTC), ``.by``, ``.why``, ``.deleted``.
+
+        Raises:
+            HistoryUnavailable: the store keeps no history.
+            InvalidKey: the key is empty or not a str.
+        """
+        self._recorder()
+        subject = self._codec.subject(key)
+        renames = {self._value_predicate: VALUE}
+        out = []
+        for v in _versions_of(self.backend, self._kv_graph, subject, renames):
+            value = None
+            for quad in v.state:
+                if quad.predicate == self._value_predicate:
+                    value = decode_value(quad.object)
+            out.append(_with(v, value=value, key=key))
+        return out
+
+    def history_of(self, graph: Any, subject: Any) -> list[Version]:
+        """Every version of ``subject`` of the data graph ``graph``, oldest first; each
+        ``.state`` holds its quads as they were (the domain layers read them).
+
+        Raises:
+            HistoryUnavailable: the store keeps no history.
+            InvalidTerm: ``graph`` or ``subject`` is not an IRI.
+        """
+        self._recorder()
+        g, s = _node(graph, "graph"), _node(subject, "subject")
+        return _versions_of(self.backend, g, s, self._renames_for(g))
+
+    def as_of_quads(self, graph: Any, subject: Any, moment: _dt.datetime) -> list[Quad] | None:
+        """``subject``'s quads in ``graph`` at ``moment``: [] when it did not exist then
+        (deleted, or not yet written while history was kept before), None when the kept
+        history says nothing about it.
+
+        Raises:
+            HistoryUnavailable: the store keeps no history.
+            InvalidTerm, InvalidValue: not an IRI, or ``moment`` not a datetime.
+        """
+        self._recorder()
+        g, s = _node(graph, "graph"), _node(subject, "subject")
+        state = state_at(self.backend, g, s, utc_time(moment), self._renames_for(g))
+        return None if state is None else list(state)
+
+    def changes_since(
+        self, since: _dt.datetime, until: _dt.datetime | None = None, *, graph: Any = None
+    ) -> list[Change]:
+        """Every version made from ``since`` to ``until`` (now), oldest first, in every
+        data graph or in ``graph``: read by hour buckets, so a short window stays fast
+        whatever the history's size. ``.key`` is set for this namespace's entries.
+
+        Raises:
+            HistoryUnavailable: the store keeps no history.
+        """
+        self._recorder()
+        g = None if graph is None else _node(graph, "graph")
+        return changes(self.backend, since, until, g, (self._kv_graph.value, self._codec.key_of))
+
+    def compact_history(
+        self,
+        before: _dt.datetime | None = None,
+        *,
+        keep: int | None = None,
+        graphs: Iterable[Any] | None = None,
+    ) -> int:
+        """Forget the versions replaced at or before ``before`` (and, with ``keep``, all but
+        each resource's newest ``keep``), in every history graph or those of ``graphs``.
+        The current state and the state at ``before`` stay readable; the compaction is
+        recorded (an ``rm:Compaction`` activity). Returns how many versions went.
+
+        Raises:
+            HistoryUnavailable: the store keeps no history.
+            InvalidValue: ``before`` is not a datetime, or ``keep`` not an int >= 1.
+        """
+        recorder = self._recorder()
+        cut = None if before is None else utc_time(before)
+        if keep is not None and (type(keep) is not int or keep < 1):
+            raise InvalidValue(f"keep must be an int >= 1, not {keep!r}")
+        if graphs is None:
+            targets = [
+                NamedNode(d)
+                for h in history_graphs(self.backend)
+                if (d := data_graph_of(h.value)) is not None
+            ]
+        else:
+            targets = [_node(g, "graph") for g in graphs]
+        return compact(self.backend, recorder, targets, before=cut, keep=keep)
+
+    def versioning_update(self, graph: Any, subjects: Iterable[Any]) -> str:
+        """SPARQL Update operations that record a version of each of ``subjects`` of
+        ``graph`` as it stands after the operations they follow: append them with
+        ``" ;\\n"`` to a domain write's update, so both land in one request (one
+        transaction). Each version copies the subject's quads of ``graph`` (``rdf:type`` as
+        ``rm:hadType``), or is a tombstone when it has none left. One activity (now, the
+        current attribution) covers them all.
+
+        Raises:
+            HistoryUnavailable: the store keeps no history.
+            InvalidTerm: ``graph`` or a subject is not an IRI.
+        """
+        recorder = self._recorder()
+        g = _node(graph, "graph")
+        nodes = list(dict.fromkeys(_node(s, "subject") for s in subjects))
+        if not nodes:
+            return ""
+        return versioning_operations(recorder, g, nodes)
+
+    def _renames_for(self, graph: NamedNode) -> dict[NamedNode, NamedNode]:
+        return {self._value_predicate: VALUE} if graph == self._kv_graph else {}
+
+
+def _with(item: Any, **changes: Any) -> Any:
+    return replace(item, **changes)
+
+
+def versioning_operations(recorder: Recorder, graph: NamedNode, subjects: list[NamedNode]) -> str:
+    """The SPARQL Update operations of ``HistoryMethods.versioning_update``: every head
+    moves first (the previous versions get their end), then one ``INSERT DATA`` of the
+    activity and the new versions, then each subject's state (or tombstone)."""
+    stamp = recorder.stamp()
+    history = history_graph(graph)
+    h, g = sparql_term(history), sparql_term(graph)
+    when = sparql_term(date_literal(stamp.at))
+    a = sparql_term(stamp.activity)
+    data = [
+        f"{sparql_term(q.subject)} {sparql_term(q.predicate)} {sparql_term(q.object)} ."
+        for q in stamp.quads(history)
+    ]
+    heads, states = [], []
+    for n, subject in enumerate(subjects):
+        s, v = sparql_term(subject), sparql_term(stamp.version(n))
+        heads.append(
+            f"DELETE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }} "
+            f"INSERT {{ GRAPH {h} {{ ?old <{INVALIDATED_AT.value}> {when} . "
+            f"{v} <{REVISION_OF.value}> ?old }} }} "
+            f"WHERE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }}"
+        )
+        data.append(
+            f"{v} <{SPECIALIZES.value}> {s} ; <{GENERATED_AT.value}> {when} ; "
+            f"<{GENERATED_BY.value}> {a} . {s} <{LATEST.value}> {v} ."
+        )
+        states.append(
+            f"INSERT {{ GRAPH {h} {{ {v} ?q ?o }} }} WHERE {{ GRAPH {g} {{ {s} ?p ?o }} "
+            f"BIND (IF(?p = <{RDF_TYPE.value}>, <{HAD_TYPE.value}>, ?p) AS ?q) }}"
+        )
+        states.append(
+            f"INSERT {{ GRAPH {h} {{ {v} a <{TOMBSTONE.value}> }} }} "
+            f"WHERE {{ {{ SELECT (COUNT(*) AS ?left) WHERE {{ GRAPH {g} {{ {s} ?p ?o }} }} }} "
+            f"FILTER (?left = 0) }}"
+        )
+    inserted = f"INSERT DATA {{ GRAPH {h} {{ {' '.join(data)} }} }}"
+    return " ;\n".join([*heads, inserted, *states])

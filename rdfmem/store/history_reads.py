@@ -1,0 +1,391 @@
+"""Reading the history that ``rdfmem.store.history`` writes: versions, the past, changes.
+
+Every read here uses only ``Backend.match`` and ``Backend.query``, so it runs the same on
+every backend. Order and time come from version IRIs (``time_of_version``); a resource's
+state at a moment is its latest version generated at or before it (each write makes a
+version, a deletion a tombstone), so the past is read without comparing literals.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions
+
+from rdfmem.backends.base import Backend
+from rdfmem.backends.sparql.client import SparqlBackend
+from rdfmem.core.errors import QueryError
+from rdfmem.core.results import SelectResult
+from rdfmem.core.terms import RDF_JSON, sparql_term
+from rdfmem.store.history import (
+    ASSOCIATED,
+    GENERATED_AT,
+    GENERATED_BY,
+    HAD_TYPE,
+    HISTORY_PREFIX,
+    INVALIDATED_AT,
+    LATEST,
+    RDF_TYPE,
+    REASON,
+    REVISION_OF,
+    SKIP,
+    SPECIALIZES,
+    TOMBSTONE,
+    VALUE,
+    VERSION_PREFIX,
+    data_graph_of,
+    depth_of,
+    history_graph,
+    hour_bucket,
+    time_of_version,
+    time_token,
+    token_of_version,
+    utc_time,
+)
+
+__all__ = ["Change", "Version", "changes", "state_at", "version_at", "versions_of"]
+
+_BOOKKEEPING = frozenset(
+    {SPECIALIZES, GENERATED_AT, GENERATED_BY, INVALIDATED_AT, REVISION_OF, LATEST, SKIP}
+)
+_MAX_BUCKETS = 24 * 366  # a changes_since window longer than a year is refused
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of a resource: what it was from ``at`` on, who wrote it and why.
+
+    ``state``: the resource's quads as they were, in its data graph (empty once deleted);
+    ``value``: for a key/value entry, its JSON value (None once deleted, and for other
+    resources); ``iri``/``activity``: the version and the write that made it.
+    """
+
+    iri: str
+    subject: str
+    graph: str
+    at: _dt.datetime
+    by: str | None
+    why: str | None
+    deleted: bool
+    activity: str | None = None
+    revision_of: str | None = None
+    invalidated_at: _dt.datetime | None = None
+    state: tuple[Quad, ...] = field(default=(), repr=False)
+    value: Any = None
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """A version made in a ``changes_since`` window: ``subject`` of data graph ``graph``
+    changed at ``at`` by ``by`` (why: ``why``); ``deleted`` when it was removed."""
+
+    at: _dt.datetime
+    subject: str
+    graph: str
+    version: str
+    activity: str
+    by: str | None
+    why: str | None
+    deleted: bool
+    key: str | None = None
+
+
+def _rows(backend: Backend, sparql: str) -> SelectResult:
+    raw = backend.query(sparql)
+    if not isinstance(raw, QuerySolutions):
+        raise QueryError(f"expected the rows of a SELECT, got {type(raw).__name__}")
+    result = SelectResult(raw)
+    del raw
+    result.rows  # noqa: B018 - reads the rows here, on this thread
+    return result
+
+
+def _state(
+    subject: NamedNode,
+    graph: NamedNode,
+    pairs: list[tuple[NamedNode, Any]],
+    rename: Mapping[NamedNode, NamedNode],
+) -> tuple[Quad, ...]:
+    back = {HAD_TYPE: RDF_TYPE, **{v: k for k, v in rename.items()}}
+    out = []
+    for p, o in pairs:
+        if p == VALUE and p in back and isinstance(o, Literal):
+            o = Literal(o.value, datatype=RDF_JSON)
+        out.append(Quad(subject, back.get(p, p), o, graph))
+    return tuple(out)
+
+
+def versions_of(
+    backend: Backend,
+    graph: NamedNode,
+    subject: NamedNode,
+    rename: Mapping[NamedNode, NamedNode] | None = None,
+) -> list[Version]:
+    """Every version of ``subject`` kept in ``graph``'s history, oldest first (one query).
+    ``rename``: the predicates the writer renamed in the state (``Recorder.record``)."""
+    history = history_graph(graph)
+    h, s = sparql_term(history), sparql_term(subject)
+    rows = _rows(
+        backend,
+        f"SELECT ?v ?p ?o ?by ?why WHERE {{ GRAPH {h} {{ ?v <{SPECIALIZES.value}> {s} . "
+        f"?v ?p ?o . OPTIONAL {{ ?v <{GENERATED_BY.value}> ?a . "
+        f"OPTIONAL {{ ?a <{ASSOCIATED.value}> ?by }} "
+        f"OPTIONAL {{ ?a <{REASON.value}> ?why }} }} }} }}",
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        v = row["v"].value
+        item = found.setdefault(v, {"pairs": [], "meta": {}})
+        p, o = row["p"], row["o"]
+        if "by" in row:
+            item["meta"]["by"] = row["by"].value
+        if "why" in row:
+            item["meta"]["why"] = row["why"].value
+        if p in _BOOKKEEPING:
+            item["meta"][p.value] = o.value
+        elif p == RDF_TYPE and o == TOMBSTONE:
+            item["meta"]["deleted"] = True
+        else:
+            item["pairs"].append((p, o))
+    out = []
+    for v in sorted(found, key=token_of_version):
+        meta, pairs = found[v]["meta"], found[v]["pairs"]
+        at = time_of_version(v)
+        if at is None:
+            continue
+        invalidated = meta.get(INVALIDATED_AT.value)
+        out.append(
+            Version(
+                iri=v,
+                subject=subject.value,
+                graph=graph.value,
+                at=at,
+                by=meta.get("by"),
+                why=meta.get("why"),
+                deleted=bool(meta.get("deleted")),
+                activity=meta.get(GENERATED_BY.value),
+                revision_of=meta.get(REVISION_OF.value),
+                invalidated_at=_parse_time(invalidated) if invalidated else None,
+                state=_state(subject, graph, pairs, rename or {}),
+            )
+        )
+    return out
+
+
+def _parse_time(text: str) -> _dt.datetime | None:
+    try:
+        return utc_time(_dt.datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def version_at(
+    backend: Backend, graph: NamedNode, subject: NamedNode, moment: _dt.datetime
+) -> NamedNode | None:
+    """The version of ``subject`` in effect at ``moment`` (generated at or before it), or
+    None when none was (then, or in the history kept). From the latest version back along
+    the skip pointers: O(log n) lookups for a chain of n versions (``rm:skip``)."""
+    bound = time_token(moment)
+    history = history_graph(graph)
+    head: NamedNode | None = None
+    for quad in backend.match(subject, LATEST, None, history):
+        if isinstance(quad.object, NamedNode):
+            head = quad.object
+    if head is None or depth_of(head.value) is None:
+        return _scan_at(backend, history, subject, bound)
+    node = head
+    while token_of_version(node.value) > bound:
+        skip = _one(backend, node, SKIP, history)
+        if skip is not None and token_of_version(skip.value) > bound:
+            node = skip  # the answer is older than the skip's target
+            continue
+        depth, skip_depth = depth_of(node.value), None if skip is None else depth_of(skip.value)
+        if skip is not None and depth is not None and skip_depth == depth - 1:
+            node = skip  # the skip is the parent
+            continue
+        parent = _one(backend, node, REVISION_OF, history)
+        if parent is None:
+            return None
+        node = parent
+    return node
+
+
+def _one(
+    backend: Backend, node: NamedNode, predicate: NamedNode, graph: NamedNode
+) -> NamedNode | None:
+    for quad in backend.match(node, predicate, None, graph):
+        if isinstance(quad.object, NamedNode):
+            return quad.object
+    return None
+
+
+def _scan_at(
+    backend: Backend, history: NamedNode, subject: NamedNode, bound: str
+) -> NamedNode | None:
+    # Versions without a place in their chain (written by ``versioning_update``): all read.
+    best: NamedNode | None = None
+    best_token = ""
+    for quad in backend.match(None, SPECIALIZES, subject, history):
+        v = quad.subject
+        if isinstance(v, NamedNode):
+            token = token_of_version(v.value)
+            if best_token < token <= bound:
+                best, best_token = v, token
+    return best
+
+
+def state_at(
+    backend: Backend,
+    graph: NamedNode,
+    subject: NamedNode,
+    moment: _dt.datetime,
+    rename: Mapping[NamedNode, NamedNode] | None = None,
+) -> tuple[Quad, ...] | None:
+    """``subject``'s quads in ``graph`` as they were at ``moment``: () when it did not
+    exist then (deleted), None when the history kept says nothing of that moment."""
+    v = version_at(backend, graph, subject, moment)
+    if v is None:
+        return None
+    pairs: list[tuple[NamedNode, Any]] = []
+    for quad in backend.match(v, None, None, history_graph(graph)):
+        p, o = quad.predicate, quad.object
+        if p == RDF_TYPE and o == TOMBSTONE:
+            return ()
+        if p not in _BOOKKEEPING:
+            pairs.append((p, o))
+    return _state(subject, graph, pairs, rename or {})
+
+
+def subjects_at(
+    backend: Backend, graph: NamedNode, moment: _dt.datetime
+) -> dict[NamedNode, NamedNode]:
+    """Every resource of ``graph`` that existed at ``moment``, with its version then: on a
+    local store from each resource's head (O(resources x log versions) lookups), on a
+    server in two queries over every version."""
+    history = history_graph(graph)
+    bound = time_token(moment)
+    if not isinstance(backend, SparqlBackend):
+        alive: dict[NamedNode, NamedNode] = {}
+        for quad in backend.match(None, LATEST, None, history):
+            resource = quad.subject
+            if not isinstance(resource, NamedNode):
+                continue
+            then = version_at(backend, graph, resource, moment)
+            if then is not None and not any(backend.match(then, RDF_TYPE, TOMBSTONE, history)):
+                alive[resource] = then
+        return alive
+    best: dict[NamedNode, tuple[str, NamedNode]] = {}
+    for quad in backend.match(None, SPECIALIZES, None, history):
+        v, s = quad.subject, quad.object
+        if not isinstance(v, NamedNode) or not isinstance(s, NamedNode):
+            continue
+        token = token_of_version(v.value)
+        if token and token <= bound:
+            held = best.get(s)
+            if held is None or held[0] < token:
+                best[s] = (token, v)
+    dead = {str(q.subject) for q in backend.match(None, RDF_TYPE, TOMBSTONE, history)}
+    return {s: v for s, (_, v) in best.items() if str(v) not in dead}
+
+
+def _buckets(since: _dt.datetime, until: _dt.datetime) -> Iterator[str]:
+    hour = utc_time(since).replace(minute=0, second=0, microsecond=0)
+    for _ in range(_MAX_BUCKETS):
+        if hour > until:
+            return
+        yield hour_bucket(hour)
+        hour += _dt.timedelta(hours=1)
+
+
+def changes(
+    backend: Backend,
+    since: _dt.datetime,
+    until: _dt.datetime | None = None,
+    graph: NamedNode | None = None,
+    keys: tuple[str, Callable[[str], str | None]] | None = None,
+) -> list[Change]:
+    """The versions made from ``since`` to ``until`` (now when None), oldest first, in
+    ``graph``'s history or every history graph: read through the ``rm:hour`` buckets of
+    the window (one query), so the cost follows the window, not the history. ``keys``:
+    a key/value graph's IRI and its ``key_of``, to fill ``Change.key``.
+
+    Raises:
+        InvalidValue: a time that is not a datetime.
+    """
+    start = utc_time(since)
+    end = utc_time(until) if until is not None else _dt.datetime.now(_dt.timezone.utc)
+    if end < start:
+        return []
+    buckets = list(_buckets(start, end))
+    where = f"GRAPH {sparql_term(history_graph(graph))}" if graph is not None else "GRAPH ?h"
+    # Versions outside the window are dropped before their rows are read (IRIs sort by time).
+    first, last = VERSION_PREFIX + time_token(start), VERSION_PREFIX + time_token(end) + "~"
+    window = (
+        f"FILTER (STR(?v) >= {sparql_term(Literal(first))} "
+        f"&& STR(?v) <= {sparql_term(Literal(last))})"
+    )
+    # One block a bucket, its hour written in the pattern: each is one index lookup (a
+    # VALUES list joined to the pattern made Oxigraph read every activity).
+    blocks = [
+        f"{{ {where} {{ ?a <{HOUR_IRI}> {sparql_term(Literal(b))} . "
+        f"?v <{GENERATED_BY.value}> ?a ; <{SPECIALIZES.value}> ?s . "
+        f"OPTIONAL {{ ?a <{ASSOCIATED.value}> ?by }} OPTIONAL {{ ?a <{REASON.value}> ?why }} "
+        f"OPTIONAL {{ ?v a ?dead FILTER (?dead = <{TOMBSTONE.value}>) }} }} {window} }}"
+        for b in buckets
+    ]
+    rows = [
+        row
+        for i in range(0, len(blocks), 24)  # a day of buckets a query
+        for row in _rows(backend, f"SELECT * WHERE {{ {' UNION '.join(blocks[i : i + 24])} }}")
+    ]
+    low, high = time_token(start), time_token(end)
+    fixed = "" if graph is None else history_graph(graph).value
+    out: list[Change] = []
+    for row in rows:
+        v = row["v"].value
+        token = token_of_version(v)
+        at = time_of_version(v)
+        if at is None or not low <= token <= high:
+            continue
+        h = row["h"].value if "h" in row else fixed
+        data = data_graph_of(h)
+        if data is None:
+            continue
+        subject = row["s"].value
+        out.append(
+            Change(
+                at=at,
+                subject=subject,
+                graph=data,
+                version=v,
+                activity=row["a"].value,
+                by=row["by"].value if "by" in row else None,
+                why=row["why"].value if "why" in row else None,
+                deleted="dead" in row,
+                key=keys[1](subject) if keys is not None and data == keys[0] else None,
+            )
+        )
+    out.sort(key=lambda c: token_of_version(c.version))
+    return out
+
+
+HOUR_IRI = "https://w3id.org/rdfmem#hour"
+
+
+def history_graphs(backend: Backend) -> list[NamedNode]:
+    """The history graphs of the dataset (those holding at least one version)."""
+    rows = _rows(
+        backend,
+        f"SELECT DISTINCT ?h WHERE {{ GRAPH ?h {{ ?s <{LATEST.value}> ?v }} "
+        f'FILTER (STRSTARTS(STR(?h), "{HISTORY_PREFIX}")) }}',
+    )
+    found: list[NamedNode] = []
+    for row in rows:
+        h = row.get("h")
+        if isinstance(h, NamedNode):
+            found.append(h)
+    return found
