@@ -40,13 +40,13 @@ def test_another_clients_writes_are_seen_on_the_next_call(
     reader, writer = DecisionGraph(mine), DecisionGraph(theirs)
     writer.add_node(Node(id="g", type="goal", label="Ship"))
     assert ids(reader.query("active_goals")) == ["g"]
-    index = follower_of(mine).indexes[reader.graph]
+    index = follower_of(mine).sets[reader.graph]
     writer.add_node(Node(id="d1", type="decision", label="Use RDF"))
     writer.add_edge(Edge(from_id="g", to_id="d1", type="leads_to"))
     assert ids(reader.query("recent_decisions")) == ["d1"]
     assert ids(reader.query("descendants", node_id="g")) == ["d1"]
     # only the changed subjects were read: the same index object, not a rebuild
-    assert follower_of(mine).indexes[reader.graph] is index
+    assert follower_of(mine).sets[reader.graph] is index
     writer.add_node(Node(id="d2", type="decision", label="Use SPARQL"))
     writer.supersede("d1", "d2", rationale="better")
     writer.update_node("g", status="completed")
@@ -54,7 +54,7 @@ def test_another_clients_writes_are_seen_on_the_next_call(
     assert reader.get_node("d1").status == "superseded"
     assert ids(reader.query("recent_decisions", limit=5)) == ["d2", "d1"]
     assert ids(reader.query("path_between", from_id="d2", to_id="d1")) == ["d2", "d1"]
-    assert follower_of(mine).indexes[reader.graph] is index
+    assert follower_of(mine).sets[reader.graph] is index
     writer.delete_node("d1")
     assert ids(reader.query("descendants", node_id="g")) == []
     assert ids(reader.query("recent_decisions")) == ["d2"]

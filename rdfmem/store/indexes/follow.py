@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.vectors import VectorSet
 
-__all__ = ["Follower", "following", "text_follower"]
+__all__ = ["Follower", "Following", "following", "text_follower"]
 
 #: ``(graph, subject, vector)`` of stored vectors (or ``(graph, subject, text)`` of texts).
 Entries = Iterator[tuple[str, str, Any]]
@@ -67,54 +67,22 @@ def text_follower(store: Any, name: str) -> Follower | None:
         return found
 
 
-class Follower:
-    """The vectors of one predicate on a remote store, graph by graph, with the change-log
-    cursor that keeps them fresh. Thread-safe: one search at a time refreshes and reads."""
+class Following:
+    """What every follower keeps: its sets by graph, the cursor of what changed, when each
+    graph was read whole, and the subjects to read again. ``lock`` is held while a set is
+    brought up to date and read."""
 
-    def __init__(
-        self,
-        backend: Any,
-        predicate: str,
-        max_age_s: float | None = 60.0,
-        make: Callable[[str], Any] | None = None,
-    ) -> None:
+    def __init__(self, backend: Any, max_age_s: float | None = 60.0) -> None:
         self.backend = backend
-        self.predicate = predicate
         self.max_age_s = max_age_s
-        #: Makes the empty set of one graph (vectors of ``predicate`` by default).
-        self.make: Callable[[str], Any] = make or (lambda g: VectorSet((g,), predicate))
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.cursor: Any = None
         self.sets: dict[str, Any] = {}
         self.read_at: dict[str, float] = {}  # when each graph was last read whole
-        self.pending: dict[str, set[str]] = {}  # subjects to fetch again, by graph
-
-    def search(
-        self,
-        graphs: Sequence[str],
-        query: NDArray[Any] | str,
-        limit: int,
-        read_graphs: Callable[[Sequence[str]], Entries],
-        read_subjects: Callable[[str, Sequence[str]], Entries],
-    ) -> list[tuple[str, str, float]]:
-        """``(graph, subject, score)`` of the best ``limit`` vectors of ``graphs``, after
-        following the change log. ``read_graphs`` reads every vector of some graphs,
-        ``read_subjects`` those of some subjects of one graph."""
-        with self.lock:
-            self._follow()
-            now = time.monotonic()
-            stale = [g for g in graphs if g not in self.sets or self._old(g, now)]
-            if stale:
-                self._read_whole(stale, read_graphs(stale), now)
-            for graph in graphs:
-                wanted = self.pending.pop(graph, None)
-                if wanted:
-                    self._read_some(graph, sorted(wanted), read_subjects)
-            hits = [h for g in dict.fromkeys(graphs) for h in self.sets[g].search(query, limit)]
-        return sorted(hits, key=lambda h: (-h[2], h[1], h[0]))[:limit]
+        self.pending: dict[str, set[str]] = {}  # subjects to read again, by graph
 
     def forget(self) -> None:
-        """Read every graph again at the next search."""
+        """Read every graph again at the next read."""
         with self.lock:
             self.sets.clear()
             self.read_at.clear()
@@ -139,6 +107,47 @@ class Follower:
             label = getattr(graph, "value", None)
             if label is not None and label in self.sets:
                 self.pending.setdefault(label, set()).add(subject.value)
+
+
+class Follower(Following):
+    """The vectors of one predicate on a remote store, graph by graph, with the change-log
+    cursor that keeps them fresh. Thread-safe: one search at a time refreshes and reads."""
+
+    def __init__(
+        self,
+        backend: Any,
+        predicate: str,
+        max_age_s: float | None = 60.0,
+        make: Callable[[str], Any] | None = None,
+    ) -> None:
+        super().__init__(backend, max_age_s)
+        self.predicate = predicate
+        #: Makes the empty set of one graph (vectors of ``predicate`` by default).
+        self.make: Callable[[str], Any] = make or (lambda g: VectorSet((g,), predicate))
+
+    def search(
+        self,
+        graphs: Sequence[str],
+        query: NDArray[Any] | str,
+        limit: int,
+        read_graphs: Callable[[Sequence[str]], Entries],
+        read_subjects: Callable[[str, Sequence[str]], Entries],
+    ) -> list[tuple[str, str, float]]:
+        """``(graph, subject, score)`` of the best ``limit`` vectors of ``graphs``, after
+        following the change log. ``read_graphs`` reads every vector of some graphs,
+        ``read_subjects`` those of some subjects of one graph."""
+        with self.lock:
+            self._follow()
+            now = time.monotonic()
+            stale = [g for g in graphs if g not in self.sets or self._old(g, now)]
+            if stale:
+                self._read_whole(stale, read_graphs(stale), now)
+            for graph in graphs:
+                wanted = self.pending.pop(graph, None)
+                if wanted:
+                    self._read_some(graph, sorted(wanted), read_subjects)
+            hits = [h for g in dict.fromkeys(graphs) for h in self.sets[g].search(query, limit)]
+        return sorted(hits, key=lambda h: (-h[2], h[1], h[0]))[:limit]
 
     def _read_whole(self, graphs: Sequence[str], entries: Entries, now: float) -> None:
         by_graph: dict[str, list[tuple[str, str, NDArray[Any]]]] = {g: [] for g in graphs}

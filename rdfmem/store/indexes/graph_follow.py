@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rdfmem.backends.sparql.client import SparqlBackend
-from rdfmem.store.indexes.follow import following, max_age
+from rdfmem.store.indexes.follow import Following, following, max_age
 from rdfmem.store.indexes.graph import GraphIndex
 
 __all__ = ["patch_subjects", "GraphFollower", "NodeRow", "graph_follower"]
@@ -75,19 +75,13 @@ def patch_subjects(
         index.link(source, target, mask)
 
 
-class GraphFollower:
+class GraphFollower(Following):
     """Graph indexes of one remote store with the change-log cursor that keeps them fresh.
 
     Thread-safe: ``lock`` is held while an index is brought up to date and read."""
 
     def __init__(self, backend: Any, max_age_s: float | None = 60.0) -> None:
-        self.backend = backend
-        self.max_age_s = max_age_s
-        self.lock = threading.RLock()
-        self.cursor: Any = None
-        self.indexes: dict[str, GraphIndex] = {}
-        self.read_at: dict[str, float] = {}  # when each graph was last read whole
-        self.pending: dict[str, set[str]] = {}  # subjects to read again, by graph
+        super().__init__(backend, max_age_s)
 
     def fresh(
         self,
@@ -99,12 +93,12 @@ class GraphFollower:
         held, and read the index before releasing it."""
         self._follow()
         now = time.monotonic()
-        index = self.indexes.get(graph)
+        index: GraphIndex | None = self.sets.get(graph)
         if index is None or self._old(graph, now):
             index = GraphIndex(graph)
             nodes, links = read_whole()
             index.rebuild(nodes, links)
-            self.indexes[graph] = index
+            self.sets[graph] = index
             self.read_at[graph] = now
             self.pending.pop(graph, None)
             return index
@@ -112,30 +106,3 @@ class GraphFollower:
         if wanted:
             patch_subjects(index, sorted(wanted), read_some)
         return index
-
-    def forget(self) -> None:
-        """Read every graph again at the next read."""
-        with self.lock:
-            self.indexes.clear()
-            self.read_at.clear()
-            self.pending.clear()
-
-    def _old(self, graph: str, now: float) -> bool:
-        return self.max_age_s is not None and now - self.read_at[graph] > self.max_age_s
-
-    def _follow(self) -> None:
-        changes = self.backend.changes_since(self.cursor)
-        self.cursor = changes.cursor
-        if changes.everything:
-            self.indexes.clear()
-            self.pending.clear()
-            return
-        for graph in changes.whole:
-            label = getattr(graph, "value", None)
-            if label is not None:
-                self.indexes.pop(label, None)
-                self.pending.pop(label, None)
-        for graph, subject in changes.subjects:
-            label = getattr(graph, "value", None)
-            if label is not None and label in self.indexes:
-                self.pending.setdefault(label, set()).add(subject.value)
