@@ -49,9 +49,9 @@ if _TYPE_CHECKING:
     from rdfmem.domain.decisions import DecisionGraph, Edge, Node
     from rdfmem.domain.generalisations import Generalisation, Generalisations
     from rdfmem.domain.memories import Memories, Memory
+    from rdfmem.store.history_reads import Version
     from rdfmem.store.rdfstore import RdfStore, RemoteStore
     from rdfmem.store.remote import Endpoint, Lease
-    from rdfmem.store.history_reads import Version
     from rdfmem.store.typed import TypedStore
 
 #: Where each public name lives.

@@ -111,9 +111,7 @@ class OxigraphBackend(Backend):
             super().wrote()
             journal.note(self.generation, journal.current())
 
-    def scope(
-        self, graph: NamedNode, subjects: Sequence[NamedNode]
-    ) -> AbstractContextManager[Any]:
+    def scope(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> AbstractContextManager[Any]:
         """On disk: note this thread's writes inside the block as changing only
         ``subjects`` of ``graph`` (``rdfmem.backends.journal``)."""
         if self.journal is None:

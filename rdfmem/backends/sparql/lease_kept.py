@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import atexit
 import threading
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 
 from pyoxigraph import NamedNode
 
-from rdfmem.backends.sparql.lease_steps import Claim
+from rdfmem.backends.sparql.lease_steps import Claim, clock
 
 __all__ = ["KeptClaims"]
 
@@ -54,7 +53,7 @@ class KeptClaims:
         """An idle claim covering every one of ``subjects`` with more than ``spare_s`` of
         trusted time left, now busy; None when there is none."""
         with self._cond:
-            now = time.monotonic()
+            now = clock()
             for token, (claim, _) in self._idle.items():
                 if claim.deadline - now > self.spare_s and all(claim.covers(s) for s in subjects):
                     del self._idle[token]
@@ -86,7 +85,7 @@ class KeptClaims:
             self._busy.discard(claim.token)
             if not keep or self._closed:
                 return
-            self._idle[claim.token] = (claim, time.monotonic())
+            self._idle[claim.token] = (claim, clock())
             _LIVE.add(self)
             if self._reaper is None:
                 self._reaper = threading.Thread(
@@ -113,7 +112,7 @@ class KeptClaims:
                 if self._closed or not self._idle:
                     self._reaper = None
                     return
-                now = time.monotonic()
+                now = clock()
                 due = [c for c, since in self._idle.values() if self._due(c, since) <= now]
                 if not due:
                     first = min(self._due(c, since) for c, since in self._idle.values())

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 import time
 import uuid
 from calendar import timegm
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
 from pyoxigraph import Literal, NamedNode
@@ -25,6 +26,8 @@ from rdfmem.core.terms import sparql_term
 __all__ = [
     "CLAIM_PREFIX",
     "EVERY",
+    "LEASE_FENCE",
+    "LEASE_START",
     "RANGE_DELIMITERS",
     "RANGE_PREFIX",
     "Claim",
@@ -38,11 +41,14 @@ __all__ = [
     "Update",
     "Confirmed",
     "acquire",
+    "clock",
     "confirm",
     "delete_claims",
     "instant",
     "range_node",
     "release",
+    "sweep",
+    "until",
 ]
 
 LEASE_ON = NamedNode(RDFMEM + "leaseOn")
@@ -51,6 +57,8 @@ LEASE_START = NamedNode(RDFMEM + "leaseStart")
 LEASE_TTL = NamedNode(RDFMEM + "leaseTtl")
 LEASE_TICKET = NamedNode(RDFMEM + "leaseTicket")
 LEASE_SAW = NamedNode(RDFMEM + "leaseSaw")
+#: The claim's fencing counter, moved on by each write made under it (``lease_fence``).
+LEASE_FENCE = NamedNode(RDFMEM + "leaseFence")
 CLAIM_PREFIX = "urn:rdfmem:lease:"
 #: The subject of a claim on every subject (``exclusive([])``: ``restore``, ``clear``): it
 #: conflicts with every claim, and every claim with it.
@@ -62,6 +70,39 @@ RANGE_PREFIX = "urn:rdfmem:lease-range:"
 RANGE_DELIMITERS = ":/#"
 T = TypeVar("T")
 Row: TypeAlias = Mapping[str, Any]
+_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def clock() -> float:
+    """Seconds on a clock that never goes back and keeps counting while the machine is
+    suspended (Linux ``CLOCK_BOOTTIME``; ``time.monotonic`` elsewhere): a lease's time
+    to live runs on the server while a laptop sleeps, so a client's trust in it must too
+    (``time.monotonic`` stops during suspend on Linux)."""
+    if _BOOTTIME is not None:
+        return time.clock_gettime(_BOOTTIME)
+    return time.monotonic()
+
+
+def until(start: str, ttl_ms: int) -> str:
+    """The instant a claim started at ``start`` (the server's ``NOW()``, as the server
+    wrote it) ends, as a SPARQL ``xsd:dateTime`` in the server's own form (with a time
+    zone when ``start`` has one, in UTC; without when it has none), to the microsecond,
+    rounded down: a fence compares the server's ``NOW()`` with it.
+
+    >>> until("1970-01-01T00:00:01.5Z", 10_000)
+    '"1970-01-01T00:00:11.500000Z"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
+    >>> until("2026-01-01T10:00:00.123456789", 400)
+    '"2026-01-01T10:00:00.523456"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
+    """
+    m = _INSTANT.match(start.strip())
+    if m is None:
+        raise BackingError(f"the server's NOW() is not an xsd:dateTime: {start!r}")
+    whole = instant(start.split(".")[0] + (m.group(8) or "")) if m.group(7) else instant(start)
+    micros = int((m.group(7) or "0")[:6].ljust(6, "0")) + int(ttl_ms) * 1000
+    whole += micros // 1_000_000
+    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+    zone = "Z" if m.group(8) else ""
+    return f'"{text}.{micros % 1_000_000:06d}{zone}"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
 
 
 @dataclass(frozen=True)
@@ -83,8 +124,16 @@ class Claim:
     token: str
     subjects: tuple[NamedNode, ...]
     label: str
-    deadline: float  # time.monotonic() after which the claim is not trusted any more
+    deadline: float  # clock() after which the claim is not trusted any more
     expires_at: int  # ms since the epoch (wall clock), for the caller
+    ttl_ms: int = 10_000
+    #: When the claim ends by the server's clock (``until``), from its latest start read.
+    until: str | None = None
+    #: The fencing counter values the server may hold for this claim (``lease_fence``):
+    #: one, or two after a fenced request that got no answer.
+    fence: tuple[int, ...] = (0,)
+    #: Held while a fenced request of this claim is on its way (they go one at a time).
+    gate: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     #: The subjects' quads as the winning read saw them (``acquire(prefetch=True)``).
     prefetch: list[Row] | None = None
     #: It had to wait for another client's claim (a sign of contention).
@@ -199,7 +248,8 @@ def _insert_claim(graph: NamedNode, claim: Claim, holder: str, ttl_ms: int) -> s
     return (
         f"INSERT {{ GRAPH {g} {{ {c} {LEASE_ON} {on} ; {LEASE_HOLDER} "
         f"{sparql_term(Literal(holder))} ; {LEASE_TTL} {int(ttl_ms)} ; "
-        f"{LEASE_START} ?now ; {LEASE_SAW} ?seen . }} }} WHERE {{ BIND(NOW() AS ?now) "
+        f"{LEASE_START} ?now ; {LEASE_SAW} ?seen . }} }} "
+        f"WHERE {{ BIND(NOW() AS ?now) "
         f"OPTIONAL {{ GRAPH {g} {{ {_conflicting('?seen', claim.subjects)} "
         f"?seen {LEASE_TICKET} ?t . }} }} }}"
     )
@@ -290,6 +340,7 @@ class _Seen:
     token: str
     holder: str = "?"
     start: float | None = None
+    start_text: str = ""
     ttl: float | None = None
     ticket: int | None = None
     now: float | None = None
@@ -314,7 +365,8 @@ def _seen(rows: Sequence[Row]) -> dict[str, _Seen]:
                 seen.holder = row["holder"].value
             if isinstance(row.get("start"), Literal):  # the latest, while being renewed
                 start = instant(row["start"].value)
-                seen.start = start if seen.start is None else max(seen.start, start)
+                if seen.start is None or start > seen.start:
+                    seen.start, seen.start_text = start, row["start"].value
             if isinstance(row.get("now"), Literal):
                 seen.now = instant(row["now"].value)
             if isinstance(row.get("ttl"), Literal):
@@ -337,7 +389,7 @@ def acquire(
     ttl_ms: int,
     max_wait_ms: int,
     label: str,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Callable[[], float] = clock,
     wall: Callable[[], float] = time.time,
     pace: Pace | None = None,
     prefetch: Sequence[NamedNode] = (),
@@ -369,6 +421,7 @@ def acquire(
             label=label,
             deadline=started + ttl_ms / 1000.0 - margin,
             expires_at=int(started_wall * 1000) + ttl_ms,
+            ttl_ms=ttl_ms,
         )
         yield Update(_insert_claim(graph, claim, holder, ttl_ms))
         ticket: int | None = None
@@ -393,6 +446,8 @@ def acquire(
                 # it and start again with a new one.
                 yield Update(delete_claims(graph, [claim.node]))
                 break
+            if mine.start_text:
+                claim.until = until(mine.start_text, ttl_ms)
             if prefetch:
                 claim.prefetch = [r for r in rows or [] if "ps" in r]
             if not live:
@@ -402,9 +457,12 @@ def acquire(
             claim.waited = True
             if ticket is None:
                 ticket = 1 + max((c.ticket or 0 for c in live), default=0)
+                # Only onto the claim while it exists: a ticket that arrives late (a
+                # slow or repeating network) must not leave a fragment of a deleted claim.
+                g, c = sparql_term(graph), sparql_term(claim.node)
                 write = (
-                    f"INSERT DATA {{ GRAPH {sparql_term(graph)} {{ {sparql_term(claim.node)} "
-                    f"{LEASE_TICKET} {ticket} }} }}"
+                    f"INSERT {{ GRAPH {g} {{ {c} {LEASE_TICKET} {ticket} }} }} "
+                    f"WHERE {{ GRAPH {g} {{ {c} {LEASE_ON} ?on }} }}"
                 )
                 if dead:
                     write += " ; " + delete_claims(graph, dead)
@@ -479,6 +537,8 @@ def confirm(
     rows = yield Select(_read_claims(graph, claim.subjects, claim.node, prefetch))
     claims = _seen(rows or [])
     mine = claims.pop(claim.token, None)
+    if mine is not None and mine.start_text:
+        claim.until = until(mine.start_text, claim.ttl_ms)
     for token in ignore:  # this client's other claims
         claims.pop(token, None)
     return Confirmed(
@@ -501,3 +561,18 @@ class Pace:
 def release(graph: NamedNode, claim: Claim) -> Steps[None]:
     """The step that gives a claim up (deleting it; idempotent)."""
     yield Update(delete_claims(graph, [claim.node]))
+
+
+def sweep(graph: NamedNode) -> Steps[int]:
+    """The steps that delete every dead claim in the lease graph (left by clients killed
+    or cut off while holding them; a contender deletes only those in its way): one read
+    and, when there are some, one delete. Returns how many were deleted."""
+    g = sparql_term(graph)
+    rows = yield Select(
+        f"SELECT ?c ?start ?ttl (NOW() AS ?now) WHERE {{ GRAPH {g} {{ ?c {LEASE_ON} ?s "
+        f"OPTIONAL {{ ?c {LEASE_START} ?start }} OPTIONAL {{ ?c {LEASE_TTL} ?ttl }} }} }}"
+    )
+    dead = [NamedNode(CLAIM_PREFIX + t) for t, c in _seen(rows or []).items() if c.dead()]
+    if dead:
+        yield Update(delete_claims(graph, dead))
+    return len(dead)

@@ -54,11 +54,13 @@ Reads need not be snapshots (Virtuoso reads committed rows as it goes): a claim 
 half-written counts as live, ticketless and blind to us, and of a claim being renewed the
 later start counts, which can only make a reader wait longer.
 
-A lease is a promise in time: past its ttl another client may take it over. The holder
-stops trusting its lease a little before ``expires_at`` (a fifth of the ttl, at most 1 s,
-measured from before its claim was sent, so earlier than the server's own view): a write
-after that raises ``LeaseExpired`` instead of being sent, and so does a release (after
-deleting the claim all the same).
+A lease is a promise in time: past its ttl another client may take it over. So every
+write under a claim is **fenced** (``lease_fence``): the server applies it, in the same
+request, only while the claim is live by its own clock and its fencing counter is where
+the client left it, and refuses it otherwise (``LeaseExpired``, nothing written); a late,
+repeated or stale request cannot land. The client also stops trusting a lease a little
+before its end (a fifth of the ttl, at most 1 s, on a clock that counts suspend: ``clock``)
+and renews a claim of its own when a quarter of its ttl is left, so long sections go on.
 
 A read-modify-write (``Leases.exclusive``) costs three requests when nobody else wants the
 subject: insert the claim; read the claims, and with them the subject's quads when one
@@ -68,16 +70,9 @@ above is unchanged by that: the write and the claim's deletion commit in one req
 the write is made while the claim is held. When the server refuses that request, the
 release is sent again alone. ``restore`` and ``clear_graph`` claim ``EVERY``.
 
-Three is the least on such a server, so no uncontended read-modify-write takes two. An
-update request answers nothing, a query writes nothing, and a server that does not isolate
-``DELETE/INSERT … WHERE`` lets two updates read one state and both write. With two
-requests the last one must write. Were the first a query, the exclusion would rest on the
-second alone, a conditional update: two of those can read the same state (no claim, the
-old entry) and both write, the lost update measured above. Were the first an update (the
-claim), nothing is read after it: the client cannot compute ``fn(old)`` under the claim,
-and cannot learn whether a write made conditional on "no other claim" was applied, so it
-could not return. The claim's insert must be acknowledged before the read that confirms
-it, and the write must follow that read: three requests in a row.
+Three is the least on such a server for a *new* claim: the claim's insert must be
+acknowledged before the read that confirms it (two conditional updates can read one state
+and both write, the lost update measured above), and the write must follow that read.
 
 So a section under a *new* claim costs three requests, and ``Leases`` does not pay them
 every time: when nobody else wanted the subjects, it keeps the claim after the section's
@@ -107,15 +102,23 @@ import os
 import re
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 
 from pyoxigraph import NamedNode
 
 from rdfmem.backends.sparql.lease_contention import Contention
+from rdfmem.backends.sparql.lease_fence import (
+    Fence,
+    check,
+    expired,
+    learn_end,
+    renewal,
+    send_fenced,
+    started,
+)
 from rdfmem.backends.sparql.lease_kept import KeptClaims
 from rdfmem.backends.sparql.lease_local import Section, SubjectLocks
 from rdfmem.backends.sparql.lease_run import Wire, run
@@ -131,6 +134,7 @@ from rdfmem.backends.sparql.lease_steps import (
     Steps,
     Update,
     acquire,
+    clock,
     confirm,
     delete_claims,
     instant,
@@ -253,8 +257,8 @@ class Leases:
         if claim is None:
             return
         run(release(self.graph, claim), self.wire)
-        if time.monotonic() >= claim.deadline:
-            raise _expired(claim, " before it was released: another client may have held it")
+        if clock() >= claim.deadline:
+            raise expired(claim, " before it was released: another client may have held it")
 
     def forget(self, token: str) -> None:
         """Delete the claim ``token`` on the server, held here or not (idempotent)."""
@@ -325,12 +329,11 @@ class Leases:
                 with self._held_lock:
                     fences = list(self.held.values())
                 missing = [EVERY]
-            for claim in fences:
-                check(claim)
+            self._keep_alive(fences)
             section = Section(fences, None, within=within)
             if missing:
                 self._claim(section, missing)
-            won = time.monotonic()
+            won = clock()
             stack = self._sections()
             stack.append(section)
             try:
@@ -342,7 +345,7 @@ class Leases:
             stack.pop()
             self._close(section, raise_expired=True)
             if section.own is not None:
-                self.pace.held(time.monotonic() - won)
+                self.pace.held(clock() - won)
 
     def _claim(self, section: Section, missing: list[NamedNode]) -> None:
         """Give ``section`` a claim of its own on ``missing``: a kept one when it covers
@@ -407,7 +410,7 @@ class Leases:
             return False
         if section.others or own.waited or self.contention.contended(own.subjects):
             return False
-        now = time.monotonic()
+        now = clock()
         if own.deadline - now <= self.ttl_ms / 2000.0:
             return False
         within = section.within
@@ -430,29 +433,33 @@ class Leases:
         return stack
 
     def _close(self, section: Section, *, raise_expired: bool) -> None:
-        parts, expired = list(section.pending), None
+        parts, lapsed = list(section.pending), None
+        fences = self._fences(section)
         if parts:
             try:
-                for claim in section.fences:
-                    check(claim)
+                self._keep_alive(fences)
             except LeaseExpired as exc:
-                parts, expired = [], exc
+                parts, lapsed = [], exc
         own = section.own
-        keep = raise_expired and expired is None and self._keepable(section)
+        keep = raise_expired and lapsed is None and self._keepable(section)
         writes = bool(parts)  # the section's deferred write goes in this request
         if own is not None and not keep:
             parts.append(delete_claims(self.graph, [own.node]))
         try:
             if parts:
-                self._send(" ; ".join(parts), write=writes)
+                self._send(" ; ".join(parts), write=writes, fences=fences if writes else ())
         except BaseException as exc:
             if own is not None:
                 self._kept.done(own, keep=False)
-                if isinstance(exc, (QueryError, BackingError)) and (keep or len(parts) > 1):
+                refused = (QueryError, BackingError, LeaseExpired)
+                if isinstance(exc, refused) and (keep or len(parts) > 1):
                     # The server refused the deferred write (all of the request, the
                     # release with it): release alone, so others need not wait for the
                     # claim's ttl.
-                    self.wire.send_update(delete_claims(self.graph, [own.node]))
+                    with suppress(StoreError):
+                        self.wire.send_update(delete_claims(self.graph, [own.node]))
+            if isinstance(exc, LeaseExpired) and not raise_expired:
+                return  # the section's own error is the one to report
             raise
         if own is not None:
             self._kept.done(own, keep=keep)
@@ -462,8 +469,8 @@ class Leases:
                 and own.subjects != (range_node(section.within),)
             ):
                 self.contention.calm(section.within)
-        if expired is not None and raise_expired:
-            raise expired
+        if lapsed is not None and raise_expired:
+            raise lapsed
 
     def deferring(self) -> bool:
         """True inside an ``exclusive`` block of this thread that holds its own claim: a
@@ -481,9 +488,8 @@ class Leases:
             LeaseExpired: a lease this thread writes under has expired; nothing is sent.
         """
         stack = self._sections()
-        for section in stack:
-            for claim in section.fences:
-                check(claim)
+        fences = self._fences()
+        self._keep_alive(fences)
         if stack:
             stack[-1].wrote = True
         if stack and stack[-1].own is not None and len(requests) == 1:
@@ -492,7 +498,7 @@ class Leases:
             return
         self.flush()
         for request in requests:
-            self._send(request)
+            self._send(request, fences=fences)
 
     def prefetched(self, subject: NamedNode) -> list[Row] | None:
         """The quads of ``subject`` read with this thread's claim on it (rows of ``?pp ?po
@@ -510,30 +516,85 @@ class Leases:
         ]
 
     def flush(self) -> None:
-        """Send the writes this thread deferred, so that a read sees them."""
-        for section in self._active.__dict__.get("stack", ()):
+        """Send the writes this thread deferred, so that a read sees them; renew the
+        claims this thread writes under when their trusted time runs low."""
+        local = self._active.__dict__
+        if local.get("quiet") or not local.get("stack"):
+            return
+        fences = self._fences()
+        self._keep_alive(fences)
+        for section in local["stack"]:
             while section.pending:
-                self._send(section.pending.pop(0))
+                self._send(section.pending.pop(0), fences=fences)
 
-    def _send(self, request: str, *, write: bool = True) -> None:
+    def keep_alive(self) -> None:
+        """Renew this thread's own claims when a quarter of their time to live is left (a
+        long section that keeps talking to the server: a large staged write).
+
+        Raises:
+            LeaseExpired: a claim was not this client's any more; nothing was renewed.
+        """
+        if not self._active.__dict__.get("quiet"):
+            self._keep_alive(self._fences())
+
+    def _fences(self, closing: Section | None = None) -> list[Claim]:
+        """The claims this thread's writes go under (``closing``: a section just popped)."""
+        fences: list[Claim] = []
+        sections = [*self._active.__dict__.get("stack", ()), *([closing] if closing else [])]
+        for section in sections:
+            fences.extend(c for c in section.fences if c not in fences)
+        return fences
+
+    def _keep_alive(self, claims: Sequence[Claim]) -> None:
+        # A lease the caller holds (``acquire``) keeps the time to live asked for; a
+        # section's own claim is renewed when a quarter of its time is left (a kept claim is
+        # taken with more than half: sections of a busy writer do not renew).
+        with self._held_lock:
+            held = [c for c in claims if c.token in self.held]
+        for claim in held:
+            check(claim)
+        due = [c for c in claims if c.deadline - clock() < c.ttl_ms / 4000.0 and c not in held]
+        for claim in due:
+            sent = clock()
+            try:
+                self._send(renewal(self.graph, claim), write=False, fences=[claim])
+            except LeaseExpired:
+                raise expired(claim) from None
+            claim.deadline = sent + claim.ttl_ms / 1000.0 - min(claim.ttl_ms / 5000.0, 1.0)
+            # Its new end by the server's clock, for the fences to come (a failed read
+            # leaves the old one: earlier, so only stricter).
+            with suppress(StoreError):
+                learn_end(claim, self.wire.select_rows(started(self.graph, claim)))
+
+    def _send(self, request: str, *, write: bool = True, fences: Sequence[Claim] = ()) -> None:
         """Send an update; when it holds a write (``write``), count it (``on_write``),
-        also when it failed: it may have been applied."""
+        also when it failed: it may have been applied. With ``fences`` (the claims it is
+        made under), the server applies it only while each claim is this client's
+        (``lease_fence``).
+
+        Raises:
+            LeaseExpired: the server refused it: a claim was not this client's any more.
+        """
         try:
-            self.wire.send_update(request)
+            if not fences:
+                self.wire.send_update(request)
+                return
+            with ExitStack() as gates:
+                for claim in sorted(fences, key=lambda c: c.token):
+                    gates.enter_context(claim.gate)
+                self._fenced(request, fences)
         finally:
             if write:
                 self.on_write()
 
+    def _fenced(self, request: str, fences: Sequence[Claim]) -> None:
+        local = self._active.__dict__
 
-def check(claim: Claim) -> None:
-    """Raise ``LeaseExpired`` when ``claim`` is no longer to be trusted."""
-    if time.monotonic() >= claim.deadline:
-        raise _expired(claim)
+        def quietly(sparql: str) -> Sequence[Row]:  # a read sending no deferred write
+            local["quiet"] = True
+            try:
+                return self.wire.select_rows(sparql)
+            finally:
+                local["quiet"] = False
 
-
-def _expired(claim: Claim, what: str = "; nothing was written") -> LeaseExpired:
-    return LeaseExpired(
-        f"the lease on {claim.label!r} (token {claim.token}) expired{what}",
-        subject=claim.label,
-        token=claim.token,
-    )
+        send_fenced(self.wire.send_update, quietly, Fence(self.graph, fences), request)

@@ -174,6 +174,9 @@ def stage(
     backend.leases.flush()
     try:
         for part in parts:
+            # A long staged write renews the claims it is made under as it goes, so that
+            # its apply is not refused for a claim that ran out meanwhile.
+            backend.leases.keep_alive()
             backend.send_update(part)
     except BaseException:
         drop(backend, scratch)
