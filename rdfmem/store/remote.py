@@ -36,6 +36,7 @@ import asyncio
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -45,6 +46,7 @@ from pyoxigraph import DefaultGraph, NamedNode, Quad, Store
 from rdfmem.backends.sparql.answers import answer_rows, retry_pause, unreachable
 from rdfmem.backends.sparql.client import SparqlBackend
 from rdfmem.backends.sparql.http import LeanTransport
+from rdfmem.backends.sparql.lease_fence import Fence, expired
 from rdfmem.backends.sparql.lease_steps import (
     Claim,
     Lease,
@@ -59,7 +61,7 @@ from rdfmem.backends.sparql.lease_steps import (
 from rdfmem.backends.sparql.leases import check
 from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, log_change
 from rdfmem.backends.sparql.wire import compile_match, edit_requests, to_wire
-from rdfmem.core.errors import BackingError, InvalidTerm
+from rdfmem.core.errors import BackingError, InvalidTerm, QueryError, StoreError
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value
 from rdfmem.core.terms import sparql_term
 from rdfmem.store.history import LATEST, VALUE, Recorder, history_graph
@@ -260,11 +262,41 @@ class NetworkEntries:
             parts.append(delete_claims(leases.graph, [claim.node]))
         if parts:  # the write, its change record and the release: one request
             try:
-                await self._apost({"update": " ; ".join(parts)}, update=True)
+                fences = [c for c in (claim, covering) if c is not None]
+                if writes and fences:  # checked by the server in the same request
+                    await self._afenced(Fence(leases.graph, fences), " ; ".join(parts), claim)
+                else:
+                    await self._apost({"update": " ; ".join(parts)}, update=True)
             finally:
                 if writes:  # counted where it is sent, also when it failed (it may be applied)
                     self.on_write()
         return result
+
+    async def _afenced(self, fence: Fence, request: str, claim: Claim | None) -> None:
+        """Send a write with its fence (``rdfmem.backends.sparql.lease_fence``): a write
+        the server refuses because the lease ended raises ``LeaseExpired``."""
+        try:
+            await self._apost({"update": fence.wrap(request)}, update=True)
+        except (QueryError, BackingError) as exc:
+            try:
+                lost = fence.refused(await self._arows(fence.state()))
+            except StoreError:
+                fence.unsure()
+                raise exc from None
+            if lost is None:
+                raise
+            with suppress(StoreError):
+                await self._apost({"update": fence.cleared()}, update=True)
+            if claim is not None:
+                with suppress(StoreError):
+                    await self.arun(release(self.backend.leases.graph, claim))
+            raise expired(
+                lost, " before its write reached the server; nothing was written"
+            ) from exc
+        except BaseException:
+            fence.unsure()
+            raise
+        fence.passed()
 
     async def _aversioned(
         self, subject: NamedNode, new: list[Quad], claim: Claim | None
