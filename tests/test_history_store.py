@@ -4,6 +4,7 @@ on-disk store keep one version per acknowledged write."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
 import os
@@ -18,8 +19,10 @@ import pytest
 from conftest import StoreFactory
 
 from rdfmem import RdfStore
+from rdfmem.backends.oxigraph import OxigraphBackend
 from rdfmem.core.results import SelectResult
 from rdfmem.server.named import load_named_query
+from rdfmem.store.indexes import versions
 
 UTC = dt.timezone.utc
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,7 +174,7 @@ def test_two_processes_on_one_disk_store_keep_every_version(tmp_path: Path) -> N
             assert after.revision_of == before.iri and before.at < after.at
 
 
-def test_as_of_follows_skip_pointers_to_the_right_version(make_store: StoreFactory) -> None:
+def test_as_of_finds_the_version_in_effect_at_every_moment(make_store: StoreFactory) -> None:
     store = make_store(history=True)
     moments = []
     for i in range(70):
@@ -213,3 +216,86 @@ def test_retention_by_age_forgets_what_was_replaced_long_enough_ago(
     time.sleep(0.4)
     store.set("k", 3)  # 1 was replaced over 300 ms ago; 2 only now
     assert [v.value for v in store.history("k")] == [2, 3]
+
+
+def test_reads_of_the_past_stay_right_when_the_history_is_written_around_the_store(
+    make_store: StoreFactory,
+) -> None:
+    # An embedded store answers as_of from the version chains it keeps in process: every
+    # way of writing the history without telling it must show in its next answer.
+    store = make_store(history=True, agent="urn:agent:a")
+    for i in range(3):
+        store.set("k", i)
+    assert store.get("k", as_of=now()) == 2 and store.keys(as_of=now()) == ["k"]
+    other = RdfStore(store.backend, history=True, agent="urn:agent:b")  # its own indexes
+    other.set("k", 3)
+    other.set("new", True)
+    assert store.get("k", as_of=now()) == 3
+    assert store.keys(as_of=now()) == ["k", "new"]
+    assert [v.by for v in store.history("k")][-1] == "urn:agent:b"
+    store.set("k", 4)  # the chain read again, the new version after the other's
+    assert [v.value for v in store.history("k")] == [0, 1, 2, 3, 4]
+    assert store.history("k")[-1].revision_of == store.history("k")[-2].iri
+    middle = now()
+    other.delete("new")
+    assert store.keys(as_of=now()) == ["k"] and store.keys(as_of=middle) == ["k", "new"]
+    assert store.compact_history(keep=1) == 5  # k's 0-3 and new's set
+    assert store.get("k", as_of=middle) == 4 and store.get("k", as_of=now()) == 4
+    assert store.get("new", "forgotten", as_of=middle) == "forgotten"
+    # A domain write names its data graph to the store's indexes, not the history graph.
+    hub = store.indexes
+    before = now()
+    store.sparql_update(label_update(None, "Ship v1") + " ;\n" + store.versioning_update(G, [S]))
+    assert store.as_of_quads(G, S, now()) and store.as_of_quads(G, S, before) is None
+    with hub.writing([G]) if hub is not None else contextlib.nullcontext():
+        store.sparql_update(
+            label_update("Ship v1", None) + " ;\n" + store.versioning_update(G, [S])
+        )
+    assert store.as_of_quads(G, S, now()) == []
+
+
+def test_retention_and_as_of_agree_on_what_is_kept(make_store: StoreFactory) -> None:
+    store = make_store(history=True, history_retention=2)
+    moments = []
+    for i in range(5):
+        store.set("k", i)
+        moments.append(now())
+    assert [store.get("k", "forgotten", as_of=m) for m in moments] == [
+        "forgotten",
+        "forgotten",
+        "forgotten",
+        3,
+        4,
+    ]
+    store.set("k", 5)
+    assert store.get("k", "forgotten", as_of=moments[3]) == "forgotten"
+    assert store.get("k", as_of=now()) == 5 and store.keys(as_of=moments[4]) == ["k"]
+
+
+def test_a_store_over_a_pyoxigraph_store_it_was_handed_reads_the_past_from_it() -> None:
+    # Storage handed in may be written around rdfmem: no index, reads go to the store.
+    raw = ox.Store()
+    store = RdfStore(OxigraphBackend(store=raw), history=True)
+    assert store.indexes is None
+    store.set("k", 1)
+    middle = now()
+    store.set("k", 2)
+    store.delete("k")
+    assert store.get("k", as_of=middle) == 1 and store.get("k", as_of=now()) is None
+    assert store.keys(as_of=middle) == ["k"] and store.keys(as_of=now()) == []
+    assert [v.value for v in store.history("k")] == [1, 2, None]
+
+
+def test_a_version_index_past_its_size_forgets_and_reads_again(
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(versions, "MAX_VERSIONS", 4)
+    store = make_store(history=True)
+    moments = []
+    for i in range(10):
+        store.set(f"k{i % 3}", i)
+        moments.append(now())
+    assert [store.get("k0", as_of=m) for m in moments] == [0, 0, 0, 3, 3, 3, 6, 6, 6, 9]
+    assert store.keys(as_of=moments[1]) == ["k0", "k1"]
+    store.set("k1", "after")
+    assert store.get("k1", as_of=now()) == "after" and store.get("k1", as_of=moments[9]) == 7

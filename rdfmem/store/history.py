@@ -3,9 +3,10 @@
 A store opened with ``history=True`` records, in the very write that changes its data
 (the same ``backend.apply``, so the same SPARQL update request on a server):
 
-* one ``prov:Activity`` per write: ``prov:endedAtTime``, ``prov:wasAssociatedWith`` (the
-  ``by=`` of an ``attributed`` block, else the store's ``agent=``), ``rm:reason`` (the
-  ``why=``, when given) and ``rm:hour`` (its UTC hour, ``"2026-11-23T23"``: the bucket that
+* one activity per write (a ``prov:Activity`` by the range of ``prov:wasGeneratedBy``,
+  not typed again): ``prov:endedAtTime``, ``prov:wasAssociatedWith`` (the ``by=`` of an
+  ``attributed`` block, else the store's ``agent=``), ``rm:reason`` (the ``why=``, when
+  given) and ``rm:hour`` (its UTC hour, ``"2026-11-23T23"``: the bucket that
   ``changes_since`` looks up instead of scanning);
 * one version per changed resource: ``prov:specializationOf`` the resource,
   ``prov:generatedAtTime``, ``prov:wasGeneratedBy`` the activity, ``prov:wasRevisionOf``
@@ -19,14 +20,14 @@ All of it lives in the history graph of the data graph (``history_graph``:
 ``urn:rdfmem:history:`` + the data graph's IRI), never in the data graph. A version's IRI
 holds its time (``urn:rdfmem:version:20261123T231500.123456Z-<random>-<n>``), so order and
 time are read from the IRI on every backend (Virtuoso rounds some ``xsd:dateTime``
-literals). A key/value write adds 9 quads the first time, 10 afterwards (11 with a reason).
-See docs/history.md.
+literals). A key/value write adds 8 quads the first time, 10 afterwards (one more with a
+reason), and moves the head (removes 1). See docs/history.md.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import os
+import random
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -54,9 +55,7 @@ __all__ = [
     "history_graph",
     "hour_bucket",
     "depth_of",
-    "jump_target",
     "latest_versions",
-    "skip_pointers",
     "require",
     "time_of_version",
     "time_token",
@@ -77,6 +76,8 @@ REASON = NamedNode(RDFMEM + "reason")
 HOUR = NamedNode(RDFMEM + "hour")
 LATEST = NamedNode(RDFMEM + "latestVersion")
 HAD_TYPE = NamedNode(RDFMEM + "hadType")
+#: Myers jump pointers written by earlier versions of rdfmem: read as bookkeeping, removed
+#: with the versions they point to; no longer written (the version index replaced them).
 SKIP = NamedNode(RDFMEM + "skip")
 VALUE = NamedNode(RDFMEM + "entryValue")
 TOMBSTONE = NamedNode(RDFMEM + "Tombstone")
@@ -175,21 +176,6 @@ def depth_of(iri: str) -> int | None:
     return int(digits) if digits.isdigit() else None
 
 
-def jump_target(
-    prev: NamedNode | None, prev_jump: NamedNode | None, prev_jump_jump: NamedNode | None
-) -> NamedNode | None:
-    """The skip pointer (``rm:skip``) of the version after ``prev``: Myers' jump pointers
-    (an applicative random-access stack, 1983), so that finding the version in effect at
-    a moment takes O(log n) lookups. ``prev_jump``: ``prev``'s own skip (its parent when
-    it has none); ``prev_jump_jump``: that one's. None means "the parent"."""
-    if prev is None or prev_jump is None or prev_jump_jump is None:
-        return None
-    d, dj, djj = depth_of(prev.value), depth_of(prev_jump.value), depth_of(prev_jump_jump.value)
-    if d is None or dj is None or djj is None:
-        return None
-    return prev_jump_jump if d - dj == dj - djj else None
-
-
 def utc_time(moment: object) -> _dt.datetime:
     """``moment`` in UTC (a naive datetime is taken as UTC).
 
@@ -219,6 +205,25 @@ def date_literal(moment: _dt.datetime) -> Literal:
     """An ``xsd:dateTime`` literal in UTC, to the microsecond."""
     text = utc_time(moment).isoformat(timespec="microseconds").replace("+00:00", "Z")
     return Literal(text, datatype=XSD_DATETIME)
+
+
+def _token_literal(token: str) -> Literal:
+    # ``date_literal`` of a time token's moment, from its text.
+    t = token
+    return Literal(
+        f"{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}:{t[11:13]}:{t[13:22]}Z", datatype=XSD_DATETIME
+    )
+
+
+@lru_cache(maxsize=64)
+def _hour_literal(compact: str) -> Literal:
+    # ``hour_bucket`` of a time token's first 11 characters ("20261123T23").
+    return Literal(f"{compact[0:4]}-{compact[4:6]}-{compact[6:8]}T{compact[9:11]}")
+
+
+@lru_cache(maxsize=256)
+def _agent_node(iri: str) -> NamedNode:
+    return NamedNode(iri)
 
 
 class HistoryClock:
@@ -320,13 +325,14 @@ class Stamp:
         return self.activity.value[len(ACTIVITY_PREFIX) :]
 
     def quads(self, history: NamedNode, when: Literal | None = None) -> list[Quad]:
-        """The activity's quads (4, or 5 with a reason); ``when``: its time's literal."""
+        """The activity's quads (3, or 4 with a reason); ``when``: its time's literal. It is
+        not typed ``prov:Activity``: ``prov:wasGeneratedBy``'s range says so."""
         a = self.activity
+        token = self.token
         out = [
-            Quad(a, RDF_TYPE, ACTIVITY, history),
-            Quad(a, ENDED, when or date_literal(self.at), history),
-            Quad(a, ASSOCIATED, NamedNode(self.by), history),
-            Quad(a, HOUR, Literal(hour_bucket(self.at)), history),
+            Quad(a, ENDED, when or _token_literal(token), history),
+            Quad(a, ASSOCIATED, _agent_node(self.by), history),
+            Quad(a, HOUR, _hour_literal(token[:11]), history),
         ]
         if self.why is not None:
             out.append(Quad(a, REASON, Literal(self.why), history))
@@ -368,7 +374,9 @@ class Recorder:
         """A new activity, later than ``after`` and than any time this process gave."""
         attribution = _ATTRIBUTION.get() or _NOBODY
         at = self.clock.now(after)
-        token = f"{time_token(at)}-{os.urandom(4).hex()}"
+        # Unique across processes writing at the same microsecond (``random`` is seeded
+        # again in a forked child).
+        token = f"{time_token(at)}-{random.getrandbits(32):08x}"
         return Stamp(
             NamedNode(ACTIVITY_PREFIX + token),
             at,
@@ -383,52 +391,53 @@ class Recorder:
         heads: Mapping[NamedNode, NamedNode],
         *,
         rename: Mapping[NamedNode, NamedNode] | None = None,
-        skips: Mapping[NamedNode, NamedNode] | None = None,
+        made: list[tuple[str, str, bool]] | None = None,
     ) -> tuple[list[Quad], list[Quad]]:
         """The quads to remove and add, with the data, to record ``changes``: each a
         resource and its quads after the write ([] once deleted). ``heads``: each
-        resource's latest version now (``latest_versions``). ``rename`` maps predicates
-        of the state (``rdf:type`` is always written ``rm:hadType``); ``skips``: each
-        resource's new version's skip pointer (``skip_pointers``), when it is not the
-        previous version."""
+        resource's latest version now (``latest_versions``, or the store's
+        ``VersionIndex``). ``rename`` maps predicates of the state (``rdf:type`` is always
+        written ``rm:hadType``). ``made`` gets ``(resource, version, deleted)`` of each
+        version (IRIs), for the store's ``VersionIndex``."""
         history = history_graph(graph)
-        after = None
-        for head in heads.values():
-            moment = time_of_version(head.value)
-            if moment is not None and (after is None or moment > after):
-                after = moment
-        stamp = self.stamp(after)
-        when = date_literal(stamp.at)
+        # Later than every head (a write is later than the version it replaces, also when
+        # another process or client made it): IRIs sort by time, one is read.
+        newest = max((h.value for h in heads.values()), key=token_of_version, default=None)
+        stamp = self.stamp(None if newest is None else time_of_version(newest))
+        when = _token_literal(stamp.token)
+        activity = stamp.activity
         remove: list[Quad] = []
         add = stamp.quads(history, when)
-        names = dict(rename or {})
-        names[RDF_TYPE] = HAD_TYPE
+        names = {RDF_TYPE: HAD_TYPE, **(rename or {})}
         for n, (subject, state) in enumerate(changes):
             prev = heads.get(subject)
             depth = 1 if prev is None else depth_of(prev.value)
             v = stamp.version(n, None if depth is None else depth + (prev is not None))
-            skip = (skips or {}).get(subject)
-            if skip is not None:
-                add.append(Quad(v, SKIP, skip, history))
-            add.append(Quad(v, SPECIALIZES, subject, history))
-            add.append(Quad(v, GENERATED_AT, when, history))
-            add.append(Quad(v, GENERATED_BY, stamp.activity, history))
-            add.append(Quad(subject, LATEST, v, history))
+            add += (
+                Quad(v, SPECIALIZES, subject, history),
+                Quad(v, GENERATED_AT, when, history),
+                Quad(v, GENERATED_BY, activity, history),
+                Quad(subject, LATEST, v, history),
+            )
             if prev is not None:
                 remove.append(Quad(subject, LATEST, prev, history))
-                add.append(Quad(prev, INVALIDATED_AT, when, history))
-                add.append(Quad(v, REVISION_OF, prev, history))
-            if state:
-                for q in state:
-                    p = names.get(q.predicate, q.predicate)
-                    o = q.object
-                    if p == VALUE and isinstance(o, Literal):
-                        # JSON text as a plain string: Virtuoso mishandles one typed
-                        # literal written twice in a request (the entry's DELETE misses).
-                        o = Literal(o.value)
-                    add.append(Quad(v, p, o, history))
-            else:
+                add += (
+                    Quad(prev, INVALIDATED_AT, when, history),
+                    Quad(v, REVISION_OF, prev, history),
+                )
+            for q in state:
+                p = q.predicate
+                p = names.get(p, p)
+                o = q.object
+                if p == VALUE and isinstance(o, Literal):
+                    # JSON text as a plain string: Virtuoso mishandles one typed literal
+                    # written twice in a request (the entry's DELETE misses).
+                    o = Literal(o.value)
+                add.append(Quad(v, p, o, history))
+            if not state:
                 add.append(Quad(v, RDF_TYPE, TOMBSTONE, history))
+            if made is not None:
+                made.append((subject.value, v.value, not state))
         return remove, add
 
 
@@ -453,30 +462,3 @@ def latest_versions(
             if isinstance(quad.object, NamedNode):
                 heads[subject] = quad.object
     return heads
-
-
-def skip_pointers(
-    backend: Backend, graph: NamedNode, heads: Mapping[NamedNode, NamedNode]
-) -> dict[NamedNode, NamedNode]:
-    """The skip pointers of the versions that will follow ``heads`` (two lookups each; the
-    previous version itself where Myers' rule says so: every version after the first has
-    one, so a search reads one pointer a step)."""
-    history = history_graph(graph)
-
-    def jump(v: NamedNode) -> NamedNode:
-        # Its skip, else (written without one) its parent, else (the first) itself.
-        for quad in backend.match(v, SKIP, None, history):
-            if isinstance(quad.object, NamedNode):
-                return quad.object
-        for quad in backend.match(v, REVISION_OF, None, history):
-            if isinstance(quad.object, NamedNode):
-                return quad.object
-        return v
-
-    out: dict[NamedNode, NamedNode] = {}
-    for subject, prev in heads.items():
-        if depth_of(prev.value) is None:
-            continue
-        first = jump(prev)
-        out[subject] = jump_target(prev, first, jump(first)) or prev
-    return out

@@ -42,6 +42,7 @@ from rdfmem.store.history import (
 from rdfmem.store.history_compact import compact
 from rdfmem.store.history_reads import Change, Version, changes, history_graphs, state_at
 from rdfmem.store.history_reads import versions_of as _versions_of
+from rdfmem.store.indexes.hub import IndexHub
 
 __all__ = ["HistoryMethods"]
 
@@ -62,6 +63,7 @@ class HistoryMethods:
 
     backend: Backend
     _history: Recorder | None
+    _hub: IndexHub | None
     _codec: KeyCodec
     _kv_graph: NamedNode
     _value_predicate: NamedNode
@@ -135,7 +137,7 @@ class HistoryMethods:
         """
         self._recorder()
         g, s = _node(graph, "graph"), _node(subject, "subject")
-        state = state_at(self.backend, g, s, utc_time(moment), self._renames_for(g))
+        state = state_at(self.backend, g, s, utc_time(moment), self._renames_for(g), self._hub)
         return None if state is None else list(state)
 
     def changes_since(

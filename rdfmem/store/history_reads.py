@@ -3,11 +3,14 @@
 Every read here uses only ``Backend.match`` and ``Backend.query``, so it runs the same on
 every backend. Order and time come from version IRIs (``time_of_version``); a resource's
 state at a moment is its latest version generated at or before it (each write makes a
-version, a deletion a tombstone), so the past is read without comparing literals.
+version, a deletion a tombstone), so the past is read without comparing literals. An
+embedded store passes its ``IndexHub``: the version in effect at a moment is then found in
+its ``VersionIndex`` (``rdfmem.store.indexes.versions``), without reading the backend.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -37,7 +40,6 @@ from rdfmem.store.history import (
     VALUE,
     VERSION_PREFIX,
     data_graph_of,
-    depth_of,
     history_graph,
     hour_bucket,
     time_of_version,
@@ -45,6 +47,8 @@ from rdfmem.store.history import (
     token_of_version,
     utc_time,
 )
+from rdfmem.store.indexes.hub import IndexHub
+from rdfmem.store.indexes.versions import fresh_index, token_key
 
 __all__ = ["Change", "Version", "changes", "state_at", "version_at", "versions_of"]
 
@@ -184,49 +188,44 @@ def _parse_time(text: str) -> _dt.datetime | None:
 
 
 def version_at(
-    backend: Backend, graph: NamedNode, subject: NamedNode, moment: _dt.datetime
+    backend: Backend,
+    graph: NamedNode,
+    subject: NamedNode,
+    moment: _dt.datetime,
+    hub: IndexHub | None = None,
 ) -> NamedNode | None:
     """The version of ``subject`` in effect at ``moment`` (generated at or before it), or
-    None when none was (then, or in the history kept). From the latest version back along
-    the skip pointers: O(log n) lookups for a chain of n versions (``rm:skip``)."""
+    None when none was (then, or in the history kept). With the store's index ``hub`` (an
+    embedded store): a dict lookup and a bisect of its ``VersionIndex``; on a server, one
+    query; elsewhere, one ``match`` of the resource's versions."""
     bound = time_token(moment)
     history = history_graph(graph)
-    head: NamedNode | None = None
-    for quad in backend.match(subject, LATEST, None, history):
-        if isinstance(quad.object, NamedNode):
-            head = quad.object
-    if head is None or depth_of(head.value) is None:
-        return _scan_at(backend, history, subject, bound)
-    node = head
-    while token_of_version(node.value) > bound:
-        skip = _one(backend, node, SKIP, history)
-        if skip is not None and token_of_version(skip.value) > bound:
-            node = skip  # the answer is older than the skip's target
-            continue
-        depth, skip_depth = depth_of(node.value), None if skip is None else depth_of(skip.value)
-        if skip is not None and depth is not None and skip_depth == depth - 1:
-            node = skip  # the skip is the parent
-            continue
-        parent = _one(backend, node, REVISION_OF, history)
-        if parent is None:
-            return None
-        node = parent
-    return node
-
-
-def _one(
-    backend: Backend, node: NamedNode, predicate: NamedNode, graph: NamedNode
-) -> NamedNode | None:
-    for quad in backend.match(node, predicate, None, graph):
-        if isinstance(quad.object, NamedNode):
-            return quad.object
-    return None
+    if hub is not None:
+        with hub.reading():
+            index = fresh_index(hub, graph.value, history.value)
+            index.chain(backend, subject.value)
+            found = index.at(subject.value, bound)
+        return None if found is None else NamedNode(found)
+    if isinstance(backend, SparqlBackend):
+        last = sparql_term(Literal(VERSION_PREFIX + bound + "~"))
+        rows = _rows(
+            backend,
+            f"SELECT ?v WHERE {{ GRAPH {sparql_term(history)} {{ ?v "
+            f"<{SPECIALIZES.value}> {sparql_term(subject)} }} FILTER (STR(?v) <= {last}) }} "
+            "ORDER BY DESC(STR(?v)) LIMIT 1",
+        )
+        for row in rows:
+            v = row.get("v")
+            if isinstance(v, NamedNode) and token_of_version(v.value) <= bound:
+                return v
+        return None
+    return _scan_at(backend, history, subject, bound)
 
 
 def _scan_at(
     backend: Backend, history: NamedNode, subject: NamedNode, bound: str
 ) -> NamedNode | None:
-    # Versions without a place in their chain (written by ``versioning_update``): all read.
+    # Every version of the resource read, the latest at or before ``bound`` kept.
     best: NamedNode | None = None
     best_token = ""
     for quad in backend.match(None, SPECIALIZES, subject, history):
@@ -244,10 +243,11 @@ def state_at(
     subject: NamedNode,
     moment: _dt.datetime,
     rename: Mapping[NamedNode, NamedNode] | None = None,
+    hub: IndexHub | None = None,
 ) -> tuple[Quad, ...] | None:
     """``subject``'s quads in ``graph`` as they were at ``moment``: () when it did not
     exist then (deleted), None when the history kept says nothing of that moment."""
-    v = version_at(backend, graph, subject, moment)
+    v = version_at(backend, graph, subject, moment, hub)
     if v is None:
         return None
     pairs: list[tuple[NamedNode, Any]] = []
@@ -261,22 +261,22 @@ def state_at(
 
 
 def subjects_at(
-    backend: Backend, graph: NamedNode, moment: _dt.datetime
+    backend: Backend, graph: NamedNode, moment: _dt.datetime, hub: IndexHub | None = None
 ) -> dict[NamedNode, NamedNode]:
-    """Every resource of ``graph`` that existed at ``moment``, with its version then: on a
-    local store from each resource's head (O(resources x log versions) lookups), on a
-    server in two queries over every version."""
+    """Every resource of ``graph`` that existed at ``moment``, with its version then: from
+    the store's ``VersionIndex`` with its index ``hub`` (a bisect a resource), else in two
+    reads of every version of the graph."""
     history = history_graph(graph)
     bound = time_token(moment)
-    if not isinstance(backend, SparqlBackend):
+    if hub is not None:
         alive: dict[NamedNode, NamedNode] = {}
-        for quad in backend.match(None, LATEST, None, history):
-            resource = quad.subject
-            if not isinstance(resource, NamedNode):
-                continue
-            then = version_at(backend, graph, resource, moment)
-            if then is not None and not any(backend.match(then, RDF_TYPE, TOMBSTONE, history)):
-                alive[resource] = then
+        with hub.reading():
+            index = fresh_index(hub, graph.value, history.value)
+            dead = index.tombstones(backend)
+            for resource, chain in index.everything(backend):
+                cut = bisect.bisect_right(chain, bound, key=token_key)
+                if cut and chain[cut - 1] not in dead:
+                    alive[NamedNode(resource)] = NamedNode(chain[cut - 1])
         return alive
     best: dict[NamedNode, tuple[str, NamedNode]] = {}
     for quad in backend.match(None, SPECIALIZES, None, history):

@@ -10,22 +10,22 @@ from typing import Any, TypeAlias
 from pyoxigraph import Literal, NamedNode, Quad
 
 from rdfmem.backends.base import Backend
-from rdfmem.backends.sparql.client import SparqlBackend
 from rdfmem.backends.sparql.lease_steps import RANGE_DELIMITERS
 from rdfmem.core.errors import IncompatibleSnapshot, InvalidKey
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value, loads
 from rdfmem.store.history import (
+    SPECIALIZES,
     VALUE,
     Recorder,
     history_graph,
     latest_versions,
     require,
-    skip_pointers,
 )
 from rdfmem.store.history_compact import retained
 from rdfmem.store.history_reads import subjects_at, version_at
 from rdfmem.store.history_wire import apply_versioned
 from rdfmem.store.indexes.hub import IndexHub
+from rdfmem.store.indexes.versions import VersionIndex, fresh_index
 
 __all__ = [
     "Edit",
@@ -134,6 +134,9 @@ class KeyValue:
         self._kv_graphs: tuple[str, ...] = (self._kv_graph.value,)
         if self._history is not None:
             self._kv_graphs += (history_graph(self._kv_graph).value,)
+        #: The version index and the versions of the write in progress (an embedded store's
+        #: writes hold ``backend.lock``), for ``_apply`` to note.
+        self._pending: tuple[VersionIndex, list[tuple[str, str, bool]]] | None = None
         prefix = self._codec.ns_prefix
         self._range = prefix if prefix[-1:] and prefix[-1] in RANGE_DELIMITERS else None
 
@@ -178,7 +181,7 @@ class KeyValue:
 
     def _get_as_of(self, subject: NamedNode, moment: datetime, default: Any) -> Any:
         require(self._history)
-        version = version_at(self.backend, self._kv_graph, subject, moment)
+        version = version_at(self.backend, self._kv_graph, subject, moment, self._hub)
         if version is None:
             return default
         # An entry's version holds its value; a tombstone holds none.
@@ -190,23 +193,37 @@ class KeyValue:
     def _renames(self) -> dict[NamedNode, NamedNode]:
         return {self._value_predicate: VALUE}
 
+    def _versions(self) -> VersionIndex | None:
+        # The version index of this store's history graph, fresh (under the write's lock).
+        hub = self._hub
+        if hub is None or self._history is None:
+            return None
+        return fresh_index(hub, *self._kv_graphs)
+
     def _versioned(
         self, changes: list[tuple[NamedNode, list[Quad]]]
     ) -> tuple[list[Quad], list[Quad]]:
-        # The history quads of a write (none without history), under its lock or lease.
+        # The history quads of a write (none without history), under its lock or lease:
+        # the heads from the version index of an embedded store, else from the backend.
         recorder = self._history
+        self._pending = None
         if recorder is None or not changes:
             return [], []
         backend = self.backend
-        heads = latest_versions(backend, self._kv_graph, [s for s, _ in changes])
-        # Skip pointers cost two lookups a write: only where lookups are local.
-        skips = (
-            None
-            if isinstance(backend, SparqlBackend)
-            else skip_pointers(backend, self._kv_graph, heads)
-        )
+        index = self._versions()
+        made: list[tuple[str, str, bool]] | None = None
+        if index is None:
+            heads = latest_versions(backend, self._kv_graph, [s for s, _ in changes])
+        else:
+            heads = {}
+            for subject, _ in changes:
+                chain = index.chain(backend, subject.value)
+                if chain:
+                    heads[subject] = NamedNode(chain[-1])
+            made = []
+            self._pending = (index, made)
         gone, added = recorder.record(
-            self._kv_graph, changes, heads, rename=self._renames, skips=skips
+            self._kv_graph, changes, heads, rename=self._renames, made=made
         )
         if recorder.retention is not None:
             return retained(self.backend, self._kv_graph, gone, added, recorder.retention)
@@ -215,8 +232,23 @@ class KeyValue:
     def _apply(self, remove: list[Quad], add: list[Quad]) -> None:
         if self._history is None:
             self.backend.apply(remove, add)
-        else:
-            apply_versioned(self.backend, remove, add)
+            return
+        pending, self._pending = self._pending, None
+        apply_versioned(self.backend, remove, add)
+        if pending is None:
+            return
+        # Recorded: the version index learns the new versions (and forgets the chains
+        # whose versions the retention removed), as of this write.
+        index, made = pending
+        if self._history.retention is not None:
+            index.drop(
+                o.value
+                for q in remove
+                if q.predicate == SPECIALIZES and isinstance(o := q.object, NamedNode)
+            )
+        for subject, version, deleted in made:
+            index.note(subject, version, deleted=deleted)
+        index.seen = self.backend.generation
 
     def set(self, key: str, value: Any) -> None:
         """Store a JSON value under ``key``; the last write wins.
@@ -325,7 +357,7 @@ class KeyValue:
         key_of = self._codec.key_of
         if as_of is not None:
             require(self._history)
-            alive = subjects_at(self.backend, self._kv_graph, as_of)
+            alive = subjects_at(self.backend, self._kv_graph, as_of, self._hub)
             found = {key_of(s.value) for s in alive}
         else:
             found = {key_of(_iri(q)) for q in self._own_entries()}
