@@ -76,7 +76,7 @@ def test_the_tool_list_is_short_for_each_preset() -> None:
     # rdfmem's five memory_* tools add about a third to the official nine; every tool is
     # about twice the official list (the official schemas, kept byte for byte, are long)
     assert sizes["memory"] <= 1.35 * sizes["official"], sizes
-    assert sizes["all"] <= 2.1 * sizes["official"], sizes
+    assert sizes["all"] <= 2.25 * sizes["official"], sizes
 
 
 def _scope(tools: dict[str, Any], name: str) -> list[str]:

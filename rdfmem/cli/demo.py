@@ -4,6 +4,8 @@ The story: a coding agent is asked to ship a search API. It sets goals, weighs o
 chooses one, acts, observes the outcome, and revises an earlier decision (which becomes
 ``superseded``). Alongside sit its key/value working state, the generalisations it drew and
 the memories it keeps, all in one on-disk store that any SPARQL tool can read once served.
+The store keeps history: a memory the agent revised after a load test shows its versions,
+who wrote each and why (the ``history``, ``as_of`` and ``changes_since`` queries).
 
 >>> import tempfile
 >>> with tempfile.TemporaryDirectory() as folder:
@@ -17,6 +19,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,9 @@ MARKER = ".rdfmem-demo"
 PROJECT = "search-api"
 SESSION = "2024-06-03-standup"
 GROUP = "search-team"
+#: The agent the store's writes are attributed to, and the one that revised a memory.
+AGENT = "urn:rdfmem:agent:coding-agent"
+LOAD_TESTER = "urn:rdfmem:agent:load-tester"
 
 
 @dataclass
@@ -199,7 +205,7 @@ def _memories(store: RdfStore, demo: _Demo) -> None:
         (
             "project",
             "Search Latency",
-            "p95 must stay under 200 ms; the GIN index got it to 120 ms.",
+            "p95 must stay under 200 ms; it is 340 ms today.",
             ["latency", "search"],
         ),
         (
@@ -216,9 +222,28 @@ def _memories(store: RdfStore, demo: _Demo) -> None:
         ),
     ]:
         memories.save(Memory(scope, title, content, topics))
+    before = datetime.now(timezone.utc)
+    with store.attributed(by=LOAD_TESTER, why="load test after the GIN index"):
+        latency = memories.read("project", "Search Latency")
+        memories.save(
+            latency.model_copy(
+                update={
+                    "content": "p95 must stay under 200 ms; the GIN index got it to 120 ms.",
+                    "embeddings": None,
+                }
+            )
+        )
+    revised = f"urn:rdfmem:memory:project:{PROJECT}:search-latency"
+    moment = before.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    demo.overrides["history"] = {"resource": revised}
+    demo.overrides["as_of"] = {"resource": revised, "moment": moment}
+    demo.overrides["changes_since"] = {"since": moment}
     demo.values["topic"] = "latency"
     demo.prefixes["memory"] = "urn:rdfmem:memory:"
-    demo.built.append(f"memories: 4 across global, project '{PROJECT}' and session '{SESSION}'")
+    demo.built.append(
+        f"memories: 4 across global, project '{PROJECT}' and session '{SESSION}'; "
+        "one revised after a load test (its history: 2 versions, who and why)"
+    )
 
 
 # -- running it -------------------------------------------------------------------------------
@@ -318,10 +343,12 @@ def _run_named(store: RdfStore, demo: _Demo) -> list[QuerySection]:
     return sections
 
 
-def run_demo(folder: str | Path) -> DemoReport:
+def run_demo(folder: str | Path, *, history: bool = True) -> DemoReport:
     """Build the demo memory in ``folder`` (``folder/store``), run every named query and
     write ``folder/memory.ttl`` (every triple, Turtle) and ``folder/memory.trig`` (with
-    graphs). A folder from an earlier demo is replaced.
+    graphs). A folder from an earlier demo is replaced. ``history``: the store keeps every
+    write's past (its history graphs are in the exports; the ``history``, ``as_of`` and
+    ``changes_since`` queries show a revised memory).
 
     Raises:
         RdfMemError: ``folder`` holds something that is not an earlier demo, or the store
@@ -338,7 +365,8 @@ def run_demo(folder: str | Path) -> DemoReport:
     root.mkdir(parents=True, exist_ok=True)
     (root / MARKER).write_text("made by rdfmem demo; safe to delete\n", encoding="utf-8")
     report = DemoReport(root, store_path, root / "memory.ttl", root / "memory.trig")
-    with RdfStore.open(store_path) as store:
+    options: dict[str, Any] = {"history": True, "agent": AGENT} if history else {}
+    with RdfStore.open(store_path, **options) as store:
         demo = build_memory(store)
         report.queries = _run_named(store, demo)
         report.built, report.skipped, report.prefixes = demo.built, demo.skipped, demo.prefixes

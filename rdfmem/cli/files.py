@@ -26,10 +26,11 @@ from rdfmem.cli.render import format_table, short
 from rdfmem.cli.stores import store_session
 from rdfmem.core.errors import FormatError, RdfMemError
 from rdfmem.core.formats import check_rdf, rdf_format
-from rdfmem.core.ontology import PREFIXES, ontology_path
+from rdfmem.core.ontology import PREFIXES, RDFMEM, ontology_path
 from rdfmem.core.results import SelectResult
 from rdfmem.domain.embeddings import FLOAT32_VECTOR
 from rdfmem.domain.reembed import embed_missing
+from rdfmem.store.history import HISTORY_PREFIX
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["export", "load", "stats", "validate"]
@@ -340,6 +341,24 @@ SELECT ?severity ?focus ?path ?value ?message ?shape WHERE {
 } ORDER BY ?focus ?path"""
 
 
+def _history_shapes(shapes: Any) -> Any:
+    """The shapes a history graph is held to: ``rm:ActivityShape`` and ``rm:VersionShape``
+    only (a version copies its resource's properties, which the data shapes would judge as
+    data)."""
+    import rdflib
+
+    keep = {rdflib.URIRef(RDFMEM + "ActivityShape"), rdflib.URIRef(RDFMEM + "VersionShape")}
+    targets = {
+        rdflib.URIRef(_SH + t)
+        for t in ("targetClass", "targetSubjectsOf", "targetObjectsOf", "targetNode")
+    }
+    out = rdflib.Graph()
+    for s, p, o in shapes:
+        if p not in targets or s in keep:
+            out.add((s, p, o))
+    return out
+
+
 def _shacl(graphs: list[tuple[str, str]], shapes: Path) -> tuple[list[str], int]:
     """Readable SHACL violations of each graph (N-Triples text, validated on its own), and
     how many triples were checked."""
@@ -347,6 +366,7 @@ def _shacl(graphs: list[tuple[str, str]], shapes: Path) -> tuple[list[str], int]
     import rdflib
 
     shapes_graph = rdflib.Graph().parse(shapes)
+    history_shapes = _history_shapes(shapes_graph)
     names = rdflib.Graph()
     for prefix, iri in PREFIXES.items():
         names.bind(prefix, iri)
@@ -355,7 +375,8 @@ def _shacl(graphs: list[tuple[str, str]], shapes: Path) -> tuple[list[str], int]
     for graph_name, ntriples in graphs:
         data = rdflib.Graph().parse(data=ntriples, format="nt")
         checked += len(data)
-        _, results, _ = pyshacl.validate(data, shacl_graph=shapes_graph, inference="none")
+        judge = history_shapes if graph_name.startswith(HISTORY_PREFIX) else shapes_graph
+        _, results, _ = pyshacl.validate(data, shacl_graph=judge, inference="none")
         for row in results.query(_RESULTS):
             severity = str(row.severity).removeprefix(_SH)
             lines = [f"{severity} in {graph_name}: {row.message or 'shape not satisfied'}"]

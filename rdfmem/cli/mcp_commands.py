@@ -19,12 +19,20 @@ if TYPE_CHECKING:
 __all__ = ["export_jsonl", "import_", "mcp_command"]
 
 
-def _mcp_store(spec: str, update_url: str | None = None, *, create: bool = True) -> RdfStore:
+#: The agent ``rdfmem mcp`` attributes a write to when its client sent no ``clientInfo`` name.
+MCP_AGENT = "urn:rdfmem:agent:rdfmem-mcp"
+
+
+def _mcp_store(
+    spec: str, update_url: str | None = None, *, create: bool = True, history: bool = False
+) -> RdfStore:
     """The store ``rdfmem mcp`` serves; a held on-disk store says how to share it."""
     from rdfmem.cli.stores import open_store
 
     try:
-        return open_store(spec, create=create, update_url=update_url)
+        return open_store(
+            spec, create=create, update_url=update_url, history=history, agent=MCP_AGENT
+        )
     except click.ClickException as exc:
         if isinstance(exc.__cause__, StoreAlreadyOpen):
             raise click.ClickException(
@@ -36,11 +44,11 @@ def _mcp_store(spec: str, update_url: str | None = None, *, create: bool = True)
         raise
 
 
-def _served(spec: str, update_url: str | None) -> RdfStore:
+def _served(spec: str, update_url: str | None, history: bool) -> RdfStore:
     """``_mcp_store`` for a server opening its store on first need: a failure is an rdfmem
     error, which each tool call reports."""
     try:
-        return _mcp_store(spec, update_url)
+        return _mcp_store(spec, update_url, history=history)
     except click.ClickException as exc:
         raise StoreError(exc.message) from exc
 
@@ -113,6 +121,13 @@ class _McpCommand(click.Command):
     help="Memory search vectors: hashing, sentence-transformers[:FOLDER] or module:attribute "
     "(env RDFMEM_EMBEDDER).",
 )
+@click.option(
+    "--history/--no-history",
+    default=True,
+    show_default=True,
+    envvar="RDFMEM_MCP_HISTORY",
+    help="Keep every write's past: who (the MCP client), when, what (history, asOf).",
+)
 def mcp_command(
     store: str | None,
     tools: str,
@@ -126,6 +141,7 @@ def mcp_command(
     max_rows: int,
     update_url: str | None,
     embedder: str,
+    history: bool,
 ) -> None:
     """Serve STORE to agents over the Model Context Protocol: a drop-in for the official
     memory server (same nine tools), plus rdfmem's memories, decisions and SPARQL.
@@ -170,7 +186,7 @@ def mcp_command(
     def log(message: str) -> None:
         click.echo(f"rdfmem mcp: {message}", err=True)
 
-    open_it = opener(place, lambda spec: _served(spec, update_url), project, log)
+    open_it = opener(place, lambda spec: _served(spec, update_url, history), project, log)
     services = Services.later(
         open_it, project, query_timeout=query_timeout, max_rows=max_rows, embedder=embedder
     )

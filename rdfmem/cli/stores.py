@@ -6,6 +6,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -34,21 +35,25 @@ def open_store(
     create: bool = False,
     token: str | None = None,
     update_url: str | None = None,
+    history: bool = False,
+    agent: str | None = None,
 ) -> RdfStore:
     """The store named on the command line. On a SPARQL server, updates go to
-    ``update_url``, else to ``update_url_for(spec)``.
+    ``update_url``, else to ``update_url_for(spec)``. ``history``: it keeps every write's
+    past, attributed to ``agent`` when a write names nobody (``docs/history.md``).
 
     Raises:
         click.ClickException: no store there (and ``create`` is false), or it is held open by
             another process.
     """
+    options: dict[str, Any] = {"history": True, "agent": agent} if history else {}
     if spec == ":memory:":
-        return RdfStore()
+        return RdfStore(**options)
     if spec.startswith(("http://", "https://")):
         try:
             headers = {"Authorization": f"Bearer {token}"} if token else None
             remote: RdfStore = RdfStore.connect(
-                spec, update_url or update_url_for(spec), headers=headers
+                spec, update_url or update_url_for(spec), headers=headers, **options
             )
             return remote
         except ImportError as exc:  # pragma: no cover - until rdfmem.store.remote ships
@@ -61,7 +66,7 @@ def open_store(
     if path.exists() and not path.is_dir():
         raise click.ClickException(f"{spec} is a file, not the folder of an on-disk store")
     try:
-        return RdfStore.open(path)
+        return RdfStore.open(path, **options)
     except StoreAlreadyOpen as exc:
         raise click.ClickException(
             f"{exc} (rdfmem processes share a store; another program holding it does not)"

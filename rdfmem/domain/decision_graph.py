@@ -25,6 +25,7 @@ from pyoxigraph import NamedNode
 
 from rdfmem.core.errors import DecisionGraphError
 from rdfmem.domain import decision_queries as q
+from rdfmem.domain.decision_history import versioned
 from rdfmem.domain.decision_models import Edge, Node, as_model, copy_node, node_age, utc_now
 from rdfmem.domain.decision_reader import DecisionReader
 from rdfmem.store.indexes import GraphIndex
@@ -103,9 +104,8 @@ class DecisionGraph(DecisionReader):
         with self._writing(iri) as index:
             if self._has(iri, q.RM_STATUS):
                 raise DecisionGraphError(f"a node with id {item.id!r} already exists")
-            self.store.sparql_update(
-                q.insert_update(self.graph, lines, unless=[f"<{iri}> {q.RM_STATUS} ?status"])
-            )
+            insert = q.insert_update(self.graph, lines, unless=[f"<{iri}> {q.RM_STATUS} ?status"])
+            self._update(insert, [iri])
             self._put(index, iri, item)
         return item
 
@@ -129,7 +129,7 @@ class DecisionGraph(DecisionReader):
             if clash:
                 ids = sorted(q.id_of(i, self._base + "node/") for i in clash)
                 raise DecisionGraphError(f"nodes with these ids already exist: {ids[:10]!r}")
-            self._load(lines)
+            self._load(lines, iris)
             for iri, item in zip(iris, items, strict=True):
                 self._put(index, iri, item)
         return len(items)
@@ -163,9 +163,8 @@ class DecisionGraph(DecisionReader):
             current = self.get_node(node_id)
             updated = self._changed(current, wanted)
             iri = self._node_iri(node_id)
-            self.store.sparql_update(
-                q.replace_node_update(self.graph, iri, self._lines_of_node(iri, updated))
-            )
+            lines = self._lines_of_node(iri, updated)
+            self._update(q.replace_node_update(self.graph, iri, lines), [iri])
             self._put(index, iri, updated)
         return updated
 
@@ -183,7 +182,9 @@ class DecisionGraph(DecisionReader):
         with self._writing() as index:
             if not self._has(iri, q.RM_STATUS):
                 return False
-            self.store.sparql_update(q.delete_node_update(self.graph, iri))
+            # The node, and every resource naming it (edges, nodes linking to it), change.
+            naming = [iri, *self._naming(iri)] if self.store.keeps_history else []
+            self._update(q.delete_node_update(self.graph, iri), naming)
             if index is not None:
                 index.remove_node(iri)
         return True
@@ -201,7 +202,7 @@ class DecisionGraph(DecisionReader):
         ends = (self._node_iri(item.from_id), self._edge_iri(item.id))
         with self._writing(*ends) as index:
             self._check_edge(item)
-            self.store.sparql_update(self._insert_edge(item))
+            self._update(self._insert_edge(item), ends)
             if index is not None:
                 index.link(
                     self._node_iri(item.from_id), self._node_iri(item.to_id), q.EDGE_BIT[item.type]
@@ -248,7 +249,7 @@ class DecisionGraph(DecisionReader):
             if len(found) < len(end_iri):
                 ids = sorted(i for i, iri in end_iri.items() if iri not in found)
                 raise DecisionGraphError(f"edges to nodes that do not exist: {ids[:10]!r}")
-            self._load(lines)
+            self._load(lines, changed)
             if index is not None:
                 for e in items:
                     index.link(end_iri[e.from_id], end_iri[e.to_id], q.EDGE_BIT[e.type])
@@ -286,7 +287,7 @@ class DecisionGraph(DecisionReader):
             iri = self._node_iri(old_id)
             self._check_edge(edge)
             request = q.replace_node_update(self.graph, iri, self._lines_of_node(iri, updated))
-            self.store.sparql_update(request + " ;\n" + self._insert_edge(edge))
+            self._update(request + " ;\n" + self._insert_edge(edge), changed)
             self._put(index, iri, updated)
             if index is not None:
                 index.link(self._node_iri(new_id), iri, q.EDGE_BIT["supersedes"])
@@ -341,10 +342,27 @@ class DecisionGraph(DecisionReader):
         )
         return q.insert_update(self.graph, lines, unless=[f"<{iri}> {q.RM_EDGE_TYPE} ?type"])
 
-    def _load(self, lines: Sequence[str]) -> None:
-        if lines:
-            data = ("\n".join(lines) + "\n").encode("utf-8")
-            self.store.load(data, format="ntriples", graph=self._graph_term)
+    def _update(self, update: str, subjects: Iterable[str]) -> None:
+        """One request: ``update``, and a version of each of ``subjects`` (IRIs) when the
+        store keeps history (``rdfmem.domain.decision_history``)."""
+        self.store.sparql_update(versioned(self.store, self._graph_term, update, subjects))
+
+    def _naming(self, iri: str) -> list[str]:
+        """The resources with a triple pointing at ``iri`` (edges, nodes linking to it)."""
+        rows = self._rows(
+            f"SELECT DISTINCT ?s WHERE {{ GRAPH <{self.graph}> {{ ?s ?p <{iri}> }} }}"
+        )
+        return [row["s"].value for row in rows if isinstance(row["s"], NamedNode)]
+
+    def _load(self, lines: Sequence[str], subjects: Iterable[str]) -> None:
+        if not lines:
+            return
+        if self.store.keeps_history:  # an update, so the versions land in the same request
+            body = "\n".join(lines)
+            self._update(f"INSERT DATA {{ GRAPH <{self.graph}> {{\n{body}\n}} }}", subjects)
+            return
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        self.store.load(data, format="ntriples", graph=self._graph_term)
 
 
 def _repeated(ids: Iterable[str]) -> str | None:

@@ -28,6 +28,7 @@ from pyoxigraph import NamedNode
 
 from rdfmem.core.errors import DecisionGraphError, NodeNotFound
 from rdfmem.core.results import SelectResult
+from rdfmem.domain import decision_history
 from rdfmem.domain import decision_queries as q
 from rdfmem.domain.decision_models import (
     DEFAULT_GRAPH,
@@ -40,6 +41,7 @@ from rdfmem.domain.decision_models import (
     node_from_row,
 )
 from rdfmem.domain.embeddings import PATCH_LIMIT
+from rdfmem.store.history_reads import Version
 from rdfmem.store.indexes import GraphIndex
 from rdfmem.store.indexes.graph_follow import NodeRow, graph_follower, patch_subjects
 from rdfmem.store.rdfstore import RdfStore
@@ -161,12 +163,20 @@ class DecisionReader:
 
     # -- nodes and edges --------------------------------------------------------------------
 
-    def get_node(self, node_id: str) -> Node:
-        """The node with this id.
+    def get_node(self, node_id: str, *, as_of: _dt.datetime | None = None) -> Node:
+        """The node with this id (as it was at ``as_of``, on a store keeping history; a
+        naive datetime means UTC).
 
         Raises:
-            NodeNotFound: no such node.
+            NodeNotFound: no such node (then).
+            HistoryUnavailable: ``as_of`` on a store keeping no history.
         """
+        if as_of is not None:
+            iri = self._node_iri(self._id(node_id))
+            then = decision_history.node_as_of(self.store, self._graph_term, iri, as_of)
+            if then is None:
+                raise NodeNotFound(node_id)
+            return then
         with self._reading() as index:
             if index is not None:
                 stored = index.value(self._node_iri(self._id(node_id)))
@@ -193,8 +203,22 @@ class DecisionReader:
 
     # -- named queries ----------------------------------------------------------------------
 
-    def query(self, name: str, **params: Any) -> list[Node]:
-        """Run a named query of ``ontologies/queries``; returns nodes.
+    def history(self, node_id: str) -> list[Version]:
+        """Every version of the node, oldest first: ``.value`` the ``Node`` it was (None
+        once deleted), ``.at`` (UTC), ``.by``, ``.why``, ``.deleted``; ``[]`` when it never
+        had one (``rdfmem.domain.decision_history``).
+
+        Raises:
+            HistoryUnavailable: the store keeps no history.
+            DecisionGraphError: ``node_id`` is not a str.
+        """
+        iri = self._node_iri(self._id(node_id))
+        return decision_history.node_versions(self.store, self._graph_term, iri)
+
+    def query(self, name: str, as_of: _dt.datetime | None = None, **params: Any) -> list[Node]:
+        """Run a named query of ``ontologies/queries``; returns nodes. ``as_of``: over the
+        graph as it was then (a store keeping history: the graph rebuilt from its versions,
+        ``rdfmem.domain.decision_history``).
 
         * ``active_goals``: active goals, oldest first;
         * ``recent_decisions`` (``limit=10``): decisions, newest first;
@@ -212,6 +236,7 @@ class DecisionReader:
         Raises:
             DecisionGraphError: an unknown query, a missing or unknown parameter, a ``limit``
                 that is not an int of 0 or more.
+            HistoryUnavailable: ``as_of`` on a store keeping no history.
         """
         if name not in q.NODE_QUERIES:
             raise DecisionGraphError(
@@ -225,6 +250,12 @@ class DecisionReader:
         required = [p for p in allowed if p != "limit" and p not in params]
         if required:
             raise DecisionGraphError(f"{name} needs {', '.join(required)}")
+        if as_of is not None:
+            past = decision_history.past_store(self.store, self._graph_term, as_of)
+            try:
+                return DecisionReader(past, self.graph).query(name, **params)
+            finally:
+                past.close()
         with self._reading() as index:
             if index is not None:
                 return self._indexed(index, name, params)

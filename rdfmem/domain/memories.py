@@ -20,31 +20,31 @@ titles are unique by slug. Its RDF::
 >>> _ = memories.save(Memory("project", "Release Steps", "Tag, build the wheel, publish."))
 >>> _ = memories.save(Memory("global", "Tea", "Eli drinks green tea."))
 >>> [(m.title, round(score, 2)) for m, score in memories.search("how do we publish a release?")]
-[('Release Steps', 0.65)]
+[('Release Steps', 0.93)]
+
+On a store keeping history (``RdfStore(history=True)``), each ``save`` and ``forget``
+records a version of the memory in the same request (``rdfmem.store.history``), and
+``history``, ``read(as_of=)``, ``list(as_of=)`` and ``search(as_of=)`` read the past
+(``rdfmem.domain.memory_history``).
 """
 
 from __future__ import annotations
 
 import builtins
-import json
-import unicodedata
+import datetime as _dt
 from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timezone
-from typing import Any, Literal, get_args
+from typing import Any
 from urllib.parse import quote
 
-import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pyoxigraph import Literal as RdfLiteral
 from pyoxigraph import NamedNode
 
 from rdfmem.core.errors import InvalidTitle, InvalidValue, MemoryNotFound, MemoryScopeError
-from rdfmem.core.ontology import PREFIXES, RDFMEM, named_query
-from rdfmem.core.results import SelectResult
-from rdfmem.core.terms import RDF_JSON, from_literal, sparql_term, to_object
+from rdfmem.core.ontology import named_query
+from rdfmem.core.terms import sparql_term
+from rdfmem.domain import memory_history
 from rdfmem.domain.embeddings import (
-    EMBEDDING,
     Embedder,
     HashingEmbedder,
     VectorIndex,
@@ -53,6 +53,37 @@ from rdfmem.domain.embeddings import (
 )
 from rdfmem.domain.hybrid import Ranking, TextIndex, TextWrite, check_ranking
 from rdfmem.domain.hybrid import search as ranked_search
+from rdfmem.domain.memory_model import (
+    SCOPES,
+    Memory,
+    Scope,
+    is_valid_title,
+    slug_to_title,
+    title_problems,
+    title_to_slug,
+)
+from rdfmem.domain.memory_rdf import (
+    _CLASS,
+    _CONTENT,
+    _GRAPH_PREFIX,
+    _SCOPE,
+    _SUBJECT_PREFIX,
+    _TITLE,
+    _TOPIC,
+    _column,
+    _delete_request,
+    _vector_list,
+)
+from rdfmem.domain.memory_rdf import (  # re-exported: rdfmem.domain.reembed, benchmarks
+    _embedding_text as _embedding_text,
+)
+from rdfmem.domain.memory_rdf import (
+    _from_rdf as _from_rdf,
+)
+from rdfmem.domain.memory_rdf import (
+    _triples as _triples,
+)
+from rdfmem.store.history_reads import Version
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = [
@@ -65,150 +96,6 @@ __all__ = [
     "title_to_slug",
     "title_problems",
 ]
-
-Scope = Literal["global", "project", "session"]
-#: The scopes, in the order ``list`` and ``search`` visit them.
-SCOPES: tuple[Scope, ...] = get_args(Scope)
-
-_RDF_TYPE = NamedNode(PREFIXES["rdf"] + "type")
-_CLASS = NamedNode(RDFMEM + "Memory")
-_SCOPE = NamedNode(RDFMEM + "scope")
-_TITLE = NamedNode(PREFIXES["dcterms"] + "title")
-_SLUG = NamedNode(RDFMEM + "slug")
-_CONTENT = NamedNode(RDFMEM + "content")
-_TOPIC = NamedNode(RDFMEM + "topic")
-_TOPIC_ORDER = NamedNode(RDFMEM + "topicsInOrder")
-_CREATED = NamedNode(PREFIXES["dcterms"] + "created")
-_MODIFIED = NamedNode(PREFIXES["dcterms"] + "modified")
-_GRAPH_PREFIX = "urn:rdfmem:memories:"
-_SUBJECT_PREFIX = "urn:rdfmem:memory:"
-
-
-# -- titles and slugs ---------------------------------------------------------------------
-
-
-def _nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text)
-
-
-def _is_alnum(char: str) -> bool:
-    """A letter (any script) or digit; a combining mark belongs to the letter it marks."""
-    return char.isalnum() or unicodedata.category(char).startswith("M")
-
-
-def title_problems(title: str) -> list[str]:
-    """Every title rule ``title`` breaks (empty when it is valid).
-
-    >>> for problem in title_problems("-Foo  Bar"):
-    ...     print(problem)
-    starts with '-', not a letter or digit
-    has 2 non-alphanumeric characters in a row: '  '
-    """
-    if not isinstance(title, str):
-        return [f"a title is text, not {type(title).__name__}"]
-    text = _nfc(title)
-    if not text:
-        return ["is empty"]
-    problems = []
-    if not _is_alnum(text[0]):
-        problems.append(f"starts with {text[0]!r}, not a letter or digit")
-    if not _is_alnum(text[-1]):
-        problems.append(f"ends with {text[-1]!r}, not a letter or digit")
-    runs = []
-    start = None
-    for i, char in enumerate(text + "a"):
-        if not _is_alnum(char):
-            start = i if start is None else start
-            continue
-        if start is not None and i - start > 1:
-            runs.append(text[start:i])
-        start = None
-    for run in runs:
-        problems.append(f"has {len(run)} non-alphanumeric characters in a row: {run!r}")
-    return problems
-
-
-def is_valid_title(title: str) -> bool:
-    """A title is non-empty, starts and ends with a letter or digit, and never has two
-    non-alphanumeric characters in a row. Letters include non-ASCII ones.
-
-    >>> [is_valid_title(t) for t in ["API v2.0", "don't panic", "Café", "Foo  Bar", "Foo."]]
-    [True, True, True, False, False]
-    """
-    return not title_problems(title)
-
-
-def title_to_slug(title: str) -> str:
-    """Lowercase, each run of non-alphanumerics a ``-``, no ``-`` at either end.
-
-    >>> title_to_slug("API v2.0"), title_to_slug("foo_bar"), title_to_slug("Café Central")
-    ('api-v2-0', 'foo-bar', 'café-central')
-    """
-    out: list[str] = []
-    for char in _nfc(title):
-        if _is_alnum(char):
-            out.append(char.lower())
-        elif out and out[-1] != "-":
-            out.append("-")
-    return _nfc("".join(out).strip("-"))
-
-
-def slug_to_title(slug: str) -> str:
-    """Each ``-`` a space, each word capitalised.
-
-    >>> slug_to_title("api-v2-0")
-    'Api V2 0'
-    """
-    return " ".join(word.capitalize() for word in slug.split("-"))
-
-
-# -- the model ----------------------------------------------------------------------------
-
-
-class Memory(BaseModel):
-    """One memory. ``slug`` comes from the title and the times are now when omitted.
-
-    Fields may also be given by position, in the order ``scope, title, content, topics,
-    embeddings, slug, inserted_at, updated_at``.
-
-    >>> m = Memory("global", "API v2.0", "Use /v2 for new clients.", ["api"])
-    >>> (m.slug, m.topics, m.embeddings)
-    ('api-v2-0', ['api'], None)
-    """
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    scope: Scope
-    title: str
-    content: str
-    topics: list[str] = Field(default_factory=list)
-    #: Left out of ``repr``: hundreds of floats that say nothing to a reader.
-    embeddings: list[float] | None = Field(default=None, repr=False)
-    slug: str = ""
-    inserted_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
-    updated_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
-
-    def __init__(self, *args: Any, **data: Any) -> None:
-        names = list(type(self).model_fields)
-        if len(args) > len(names):
-            raise TypeError(f"Memory takes at most {len(names)} positional fields")
-        for name, value in zip(names, args, strict=False):
-            if name in data:
-                raise TypeError(f"Memory got {name!r} twice")
-            data[name] = value
-        super().__init__(**data)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _fill(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data = {k: v for k, v in data.items() if v is not None or k == "embeddings"}
-            if not data.get("slug") and isinstance(data.get("title"), str):
-                data["slug"] = title_to_slug(data["title"])
-            if isinstance(data.get("topics"), (list, tuple)):
-                data["topics"] = list(dict.fromkeys(data["topics"]))
-        return data
-
 
 # -- the store ----------------------------------------------------------------------------
 
@@ -338,9 +225,10 @@ class Memories:
             )
             body = "\n".join(_triples(subject, stored, literal))
             g = sparql_term(graph)
-            self.store.sparql_update(
+            update = (
                 f"{_delete_request(graph, subject)} ;\nINSERT DATA {{ GRAPH {g} {{\n{body}\n}} }}"
             )
+            self.store.sparql_update(memory_history.versioned(self.store, update, graph, subject))
             vectors.put(subject, literal_vector(literal))
             texts.put(subject, _embedding_text(stored))
         return stored
@@ -374,14 +262,16 @@ class Memories:
             # The remains of an incomplete record (not a memory to any read) go too.
             if not self.store.ask(subject=subject, graph=graph):
                 raise MemoryNotFound(f"no {scope} memory titled {title!r}")
-            self.store.sparql_update(_delete_request(graph, subject))
+            update = _delete_request(graph, subject)
+            self.store.sparql_update(memory_history.versioned(self.store, update, graph, subject))
             vectors.remove(subject)
             texts.remove(subject)
 
     # -- reading ---------------------------------------------------------------------------
 
-    def read(self, scope: str, title: str) -> Memory:
-        """The memory of ``scope`` whose title has the slug of ``title``.
+    def read(self, scope: str, title: str, *, as_of: datetime | None = None) -> Memory:
+        """The memory of ``scope`` whose title has the slug of ``title`` (as it was at
+        ``as_of``, on a store keeping history; a naive datetime means UTC).
 
         **One rule for incomplete records, on every read path**: a record that is not a
         whole memory (no content, no title, no scope, or a field that is not a literal,
@@ -392,10 +282,14 @@ class Memories:
 
         Raises:
             MemoryScopeError: the scope is unknown or not available.
-            MemoryNotFound: no such memory.
+            MemoryNotFound: no such memory (then).
+            HistoryUnavailable: ``as_of`` on a store keeping no history.
         """
         graph = self.graph(scope)
         subject = self._subject(scope, title_to_slug(title))
+        if as_of is not None:
+            what = f"{scope} memory titled {title!r}"
+            return memory_history.read_as_of(self.store, graph, subject, as_of, what)
         found = self._read([(graph, subject)]).get(subject.value)
         if found is None:
             raise MemoryNotFound(f"no {scope} memory titled {title!r}")
@@ -410,7 +304,14 @@ class Memories:
         graph = self.graph(scope)
         return self._stored(graph, self._subject(scope, title_to_slug(title))) is not None
 
-    def search(self, query: str, limit: int = 10) -> list[tuple[Memory, float]]:
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        *,
+        as_of: datetime | None = None,
+        valid_at: datetime | None = None,
+    ) -> builtins.list[tuple[Memory, float]]:
         """The memories of every available scope closest to ``query``, scores above 0,
         highest first, at most ``limit``. By ``ranking``: ``hybrid`` fuses BM25 over title,
         topics and content with the cosine of embeddings (``rdfmem.domain.hybrid.fuse``:
@@ -421,13 +322,59 @@ class Memories:
         compared by vector. On an embedded store the vectors and keyword postings are kept
         in memory, changed by each save and forget; on a remote store they are read
         afresh with one query each (vectors are followed with the server's change log).
+
+        ``as_of``: the memories as they were then (a store keeping history; ranked the same
+        way over the scopes as they were, ``rdfmem.domain.memory_history``). ``valid_at``:
+        only the memories holding at that world time (``Memory.valid_at``; one without
+        ``valid_from`` and ``valid_until`` always holds).
+
+        Raises:
+            HistoryUnavailable: ``as_of`` on a store keeping no history.
+            InvalidValue: ``as_of`` or ``valid_at`` is not a datetime.
         """
+        if as_of is not None:
+            past = self._past(as_of)
+            try:
+                return past.search(query, limit, valid_at=valid_at)
+            finally:
+                past.store.close()
+        if valid_at is not None and not isinstance(valid_at, _dt.datetime):
+            raise InvalidValue(f"valid_at takes a datetime, not {valid_at!r}")
         graphs = [self.graph(s) for s in self.scopes]
-        hits = ranked_search(
-            self.ranking, self._texts, self._index, self.embedder, graphs, query, limit
+        wanted = limit
+        while True:
+            hits = ranked_search(
+                self.ranking, self._texts, self._index, self.embedder, graphs, query, wanted
+            )
+            found = self._read((graph, subject) for graph, subject, _ in hits)
+            out = [(found[s.value], score) for _, s, score in hits if s.value in found]
+            if valid_at is None:
+                return out
+            held = [(m, score) for m, score in out if m.valid_at(valid_at)]
+            if len(held) >= limit or len(hits) < wanted:
+                return held[:limit]
+            wanted *= 4  # memories not holding then took places: look further down
+
+    def history(self, scope: str, title: str) -> builtins.list[Version]:
+        """Every version of the memory whose title has the slug of ``title``, oldest
+        first: ``.value`` the ``Memory`` it was (None once forgotten), ``.at`` (UTC),
+        ``.by``, ``.why``, ``.deleted``; ``[]`` when it never had one.
+
+        Raises:
+            MemoryScopeError: the scope is unknown or not available.
+            HistoryUnavailable: the store keeps no history.
+        """
+        graph = self.graph(scope)
+        subject = self._subject(scope, title_to_slug(title))
+        return memory_history.versions(self.store, graph, subject)
+
+    def _past(self, moment: datetime) -> Memories:
+        """These memories as they were at ``moment``, in a fresh in-memory store."""
+        graphs = [self.graph(s) for s in self.scopes]
+        past = memory_history.past_store(self.store, graphs, moment)
+        return Memories(
+            past, self.project, self.session, embedder=self.embedder, ranking=self.ranking
         )
-        found = self._read((graph, subject) for graph, subject, _ in hits)
-        return [(found[s.value], score) for _, s, score in hits if s.value in found]
 
     def by_topic(self, topic: str) -> list[Memory]:
         """The memories of every available scope tagged ``topic``, by scope then title."""
@@ -471,13 +418,25 @@ class Memories:
     def __repr__(self) -> str:
         return f"Memories({self.store!r}, project={self.project!r}, session={self.session!r})"
 
-    def list(self, scope: str | None = None) -> builtins.list[str]:
+    def list(
+        self, scope: str | None = None, *, as_of: datetime | None = None
+    ) -> builtins.list[str]:
         """The titles in ``scope``, or in every available scope (in scope order) when None;
-        sorted within a scope.
+        sorted within a scope. ``as_of``: the titles there were then (a store keeping
+        history).
 
         Raises:
             MemoryScopeError: the scope is unknown or not available.
+            HistoryUnavailable: ``as_of`` on a store keeping no history.
         """
+        if as_of is not None:
+            if scope is not None:
+                self.graph(scope)  # an unknown scope says so before the past is read
+            past = self._past(as_of)
+            try:
+                return past.list(scope)
+            finally:
+                past.store.close()
         scopes = self.scopes if scope is None else (scope,)
         titles: builtins.list[str] = []
         for name in scopes:
@@ -492,83 +451,3 @@ class Memories:
             )
             titles.extend(row["title"].value for row in rows)  # type: ignore[union-attr]
         return titles
-
-
-# -- RDF ----------------------------------------------------------------------------------
-
-
-def _embedding_text(memory: Memory) -> str:
-    return "\n".join([memory.title, " ".join(memory.topics), memory.content])
-
-
-def _vector_list(literal: RdfLiteral) -> list[float]:
-    values: list[float] = literal_vector(literal).astype(np.float64).tolist()
-    return values
-
-
-def _triples(subject: NamedNode, m: Memory, embedding: RdfLiteral) -> list[str]:
-    s = sparql_term(subject)
-
-    def line(predicate: NamedNode, term: Any) -> str:
-        return f"{s} {sparql_term(predicate)} {sparql_term(term)} ."
-
-    out = [
-        line(_RDF_TYPE, _CLASS),
-        line(_SCOPE, RdfLiteral(m.scope)),
-        line(_TITLE, RdfLiteral(m.title)),
-        line(_SLUG, RdfLiteral(m.slug)),
-        line(_CONTENT, RdfLiteral(m.content)),
-        line(EMBEDDING, embedding),
-        line(_CREATED, to_object(m.inserted_at)),
-        line(_MODIFIED, to_object(m.updated_at)),
-    ]
-    out.extend(line(_TOPIC, RdfLiteral(t)) for t in m.topics)
-    if len(m.topics) > 1:
-        order = RdfLiteral(json.dumps(m.topics, ensure_ascii=False), datatype=RDF_JSON)
-        out.append(line(_TOPIC_ORDER, order))
-    return out
-
-
-def _delete_request(graph: NamedNode, subject: NamedNode) -> str:
-    g, s = sparql_term(graph), sparql_term(subject)
-    return f"DELETE {{ GRAPH {g} {{ {s} ?p ?o }} }} WHERE {{ GRAPH {g} {{ {s} ?p ?o }} }}"
-
-
-def _from_rdf(p: dict[str, list[Any]]) -> Memory | None:
-    """A memory from its properties, or None when they do not make one."""
-
-    def one(predicate: NamedNode) -> Any:
-        terms = p.get(predicate.value) or []
-        term = terms[0] if terms else None
-        return from_literal(term) if isinstance(term, RdfLiteral) else None
-
-    if _CLASS not in (p.get(_RDF_TYPE.value) or []):
-        return None
-    topics = [t.value for t in p.get(_TOPIC.value, []) if isinstance(t, RdfLiteral)]
-    order = one(_TOPIC_ORDER)
-    have = set(topics)
-    ordered = [t for t in (order if isinstance(order, list) else []) if t in have]
-    topics = list(dict.fromkeys(ordered)) + sorted(have.difference(ordered))
-    vectors = [t for t in p.get(EMBEDDING.value, []) if isinstance(t, RdfLiteral)]
-    try:
-        embeddings = _vector_list(vectors[0]) if vectors else None
-    except InvalidValue:
-        embeddings = None
-    try:
-        return Memory(
-            scope=one(_SCOPE),
-            title=one(_TITLE),
-            content=one(_CONTENT),
-            topics=topics,
-            embeddings=embeddings,
-            slug=one(_SLUG),
-            inserted_at=one(_CREATED),
-            updated_at=one(_MODIFIED),
-        )
-    except ValidationError:
-        return None  # written by someone else and incomplete: not a memory
-
-
-def _column(rows: Any, name: str) -> list[NamedNode]:
-    assert isinstance(rows, SelectResult)
-    return [row[name] for row in rows if isinstance(row.get(name), NamedNode)]  # type: ignore[misc]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from rdfmem.mcp.history_tools import HISTORY_TOOLS
 from rdfmem.mcp.kg_tools import KG_TOOLS
 from rdfmem.mcp.own_tools import OWN_TOOLS
 from rdfmem.mcp.pages import PAGE_TOOLS
@@ -27,7 +28,7 @@ _SCOPE_WITHOUT_PROJECT = "global (every project) or session (with session)"
 
 
 def _every() -> dict[str, Spec]:
-    return {s.name: s for s in [*KG_TOOLS, *PAGE_TOOLS, *OWN_TOOLS, SPARQL_TOOL]}
+    return {s.name: s for s in [*KG_TOOLS, *PAGE_TOOLS, *HISTORY_TOOLS, *OWN_TOOLS, SPARQL_TOOL]}
 
 
 def _without_project(spec: Spec) -> Spec:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad
@@ -35,6 +35,8 @@ from rdfmem.core.errors import KnowledgeGraphError
 from rdfmem.core.results import SelectResult
 from rdfmem.core.terms import sparql_term
 from rdfmem.domain.decisions import utc_now
+from rdfmem.mcp.client import NOBODY, Client, attributed_to
+from rdfmem.mcp.graph_history import changed_subjects, entity_events, past_model
 from rdfmem.mcp.model import READ_PREDICATES, Entity, Model, Relation, model_from_quads
 from rdfmem.mcp.vocab import (
     ATTRIBUTED,
@@ -43,7 +45,6 @@ from rdfmem.mcp.vocab import (
     ENTITY_TYPE,
     GENERATED,
     HAS_OBSERVATION,
-    LABEL,
     OBSERVATION,
     OBSERVATION_TEXT,
     RDF_TYPE,
@@ -51,7 +52,6 @@ from rdfmem.mcp.vocab import (
     RELATION_FROM,
     RELATION_TO,
     RELATION_TYPE,
-    SOFTWARE_AGENT,
     client_iri,
     entity_iri,
     graph_iri,
@@ -66,22 +66,6 @@ __all__ = ["Client", "KnowledgeGraph", "KnowledgeGraphError"]
 
 _CHUNK = 500  # IRIs per VALUES block of a remote read
 _SCAN_MOST = 2000  # matches up to which a cold search asks the store, not the whole graph
-
-
-@dataclass(frozen=True)
-class Client:
-    """The MCP client a write is attributed to (from its ``clientInfo``)."""
-
-    name: str = "unknown"
-    version: str = ""
-
-    def quads(self, graph: NamedNode) -> list[Quad]:
-        iri = client_iri(self.name, self.version)
-        label = f"{self.name} {self.version}".strip()
-        return [
-            Quad(iri, RDF_TYPE, SOFTWARE_AGENT, graph),
-            Quad(iri, LABEL, Literal(label), graph),
-        ]
 
 
 class KnowledgeGraph:
@@ -216,16 +200,21 @@ class KnowledgeGraph:
             with self._section():
                 pass
 
-    def read_graph(self) -> dict[str, Any]:
-        """Every entity and relation: ``{"entities": [...], "relations": [...]}``."""
+    def read_graph(self, as_of: datetime | None = None) -> dict[str, Any]:
+        """Every entity and relation: ``{"entities": [...], "relations": [...]}``; as they
+        were at ``as_of`` on a store keeping history (``rdfmem.mcp.graph_history``)."""
+        if as_of is not None:
+            return past_model(self.store, self.graph, as_of).to_json()
         if not self._mirrored:
             return self._current(None).to_json()
         with self._section() as model:
             return model.to_json()
 
-    def search_nodes(self, query: str) -> dict[str, Any]:
+    def search_nodes(self, query: str, as_of: datetime | None = None) -> dict[str, Any]:
         """Entities whose name, type or an observation contains ``query`` (case ignored),
-        and the relations with at least one end among them."""
+        and the relations with at least one end among them (at ``as_of``, when given)."""
+        if as_of is not None:
+            return past_model(self.store, self.graph, as_of).search(query).to_json()
         if not self._mirrored:
             names = self._remote_search(query)
             return self._current(names).search(query).to_json()
@@ -236,12 +225,26 @@ class KnowledgeGraph:
         with self._section() as model:
             return model.search(query).to_json()
 
-    def open_nodes(self, names: Sequence[str]) -> dict[str, Any]:
-        """The named entities that exist, and the relations with at least one end among them."""
+    def open_nodes(self, names: Sequence[str], as_of: datetime | None = None) -> dict[str, Any]:
+        """The named entities that exist (existed at ``as_of``, when given), and the
+        relations with at least one end among them."""
+        if as_of is not None:
+            return past_model(self.store, self.graph, as_of).subgraph(names).to_json()
         if not self._mirrored or self.cold:
             return self._remote_part(list(dict.fromkeys(names))).subgraph(names).to_json()
         with self._section() as model:
             return model.subgraph(names).to_json()
+
+    def history(self, name: str) -> list[dict[str, Any]]:
+        """What happened to entity ``name``, one event per write, oldest first: ``at``
+        (ISO 8601, UTC), ``by`` (the MCP client's IRI, or the store's agent), ``why``
+        (when given), ``action`` (the tool's name) and what changed (``entityType``,
+        ``observations``, ``relations``); ``[]`` when the history knows nothing of it.
+
+        Raises:
+            HistoryUnavailable: the store keeps no history.
+        """
+        return entity_events(self.store, self.graph, name)
 
     @contextmanager
     def writes_elsewhere(self) -> Iterator[None]:
@@ -268,9 +271,24 @@ class KnowledgeGraph:
 
     # -- writing --------------------------------------------------------------------------
 
-    def _write(self, add: Sequence[Quad], remove: Sequence[Quad] = (), update: str = "") -> None:
-        """One atomic write: ``update`` (deletions by pattern) or removals, then additions."""
-        if update or remove:
+    def _write(
+        self,
+        add: Sequence[Quad],
+        remove: Sequence[Quad] = (),
+        update: str = "",
+        gone: Sequence[NamedNode] = (),
+    ) -> None:
+        """One atomic write: ``update`` (deletions by pattern of the subjects ``gone``) or
+        removals, then additions; on a store keeping history, with a version of every
+        resource it changed, in the same request (``rdfmem.mcp.graph_history``)."""
+        history = self.store.keeps_history
+        if history and (add or remove or update):
+            parts = [update] if update else []
+            parts += _data("DELETE", self.graph, remove) + _data("INSERT", self.graph, add)
+            changed = changed_subjects(add, remove, gone)
+            parts.append(self.store.versioning_update(self.graph, changed))
+            self.store.sparql_update(" ;\n".join(parts))
+        elif update or remove:
             parts = [update] if update else []
             if remove:
                 lines = " ".join(_nt(q) for q in remove)
@@ -371,12 +389,12 @@ class KnowledgeGraph:
         return results, seen, quads
 
     def create_entities(
-        self, entities: Sequence[Mapping[str, Any]], client: Client = Client()
+        self, entities: Sequence[Mapping[str, Any]], client: Client = NOBODY
     ) -> list[dict[str, Any]]:
         """Create the entities whose names are new (the first of a repeated name); returns
         them. Existing names are skipped, their type and observations left as they are."""
         who = client_iri(client.name, client.version)
-        with self._section(e["name"] for e in entities) as model:
+        with attributed_to(self.store, client), self._section(e["name"] for e in entities) as model:
             new, quads = self._plan_entities(model, entities, who)
             if quads:
                 self._write(client.quads(self.graph) + quads)
@@ -386,12 +404,15 @@ class KnowledgeGraph:
         return [e.to_json() for e in new]
 
     def create_relations(
-        self, relations: Sequence[Mapping[str, Any]], client: Client = Client()
+        self, relations: Sequence[Mapping[str, Any]], client: Client = NOBODY
     ) -> list[dict[str, Any]]:
         """Create the relations that are new (same ends and type); returns them. Either end
         may name an entity that does not exist, as in the official server."""
         who = client_iri(client.name, client.version)
-        with self._section(r["from"] for r in relations) as model:
+        with (
+            attributed_to(self.store, client),
+            self._section(r["from"] for r in relations) as model,
+        ):
             new, quads = self._plan_relations(model, relations, who)
             if quads:
                 self._write(client.quads(self.graph) + quads)
@@ -401,7 +422,7 @@ class KnowledgeGraph:
         return [r.to_json() for r in new]
 
     def add_observations(
-        self, observations: Sequence[Mapping[str, Any]], client: Client = Client()
+        self, observations: Sequence[Mapping[str, Any]], client: Client = NOBODY
     ) -> list[dict[str, Any]]:
         """Add observations to existing entities; returns, per item, the ones that were new.
 
@@ -410,7 +431,8 @@ class KnowledgeGraph:
                 the official server's words); nothing is written.
         """
         who = client_iri(client.name, client.version)
-        with self._section(o["entityName"] for o in observations) as model:
+        names = (o["entityName"] for o in observations)
+        with attributed_to(self.store, client), self._section(names) as model:
             results, seen, quads = self._plan_observations(model, observations, who)
             if quads:
                 self._write(client.quads(self.graph) + quads)
@@ -419,11 +441,11 @@ class KnowledgeGraph:
                     model.entities[name].set_observations(texts)
         return results
 
-    def delete_entities(self, names: Sequence[str]) -> None:
+    def delete_entities(self, names: Sequence[str], client: Client = NOBODY) -> None:
         """Delete the named entities, their observations and every relation touching them.
         Names that do not exist are ignored."""
         wanted = set(names)
-        with self._section(wanted) as model:
+        with attributed_to(self.store, client), self._section(wanted) as model:
             subjects = []
             for name in wanted:
                 entity = model.entities.get(name)
@@ -434,14 +456,17 @@ class KnowledgeGraph:
             gone = model.touching(wanted)
             subjects += [self._relation_iri(r) for r in gone]
             if subjects:
-                self._write([], update=self._delete_subjects(subjects))
+                self._write([], update=self._delete_subjects(subjects), gone=subjects)
             if self._mirrored:
                 for name in wanted:
                     model.remove_entity(name)
 
-    def delete_observations(self, deletions: Sequence[Mapping[str, Any]]) -> None:
+    def delete_observations(
+        self, deletions: Sequence[Mapping[str, Any]], client: Client = NOBODY
+    ) -> None:
         """Delete observations of entities; missing entities and observations are ignored."""
-        with self._section(d["entityName"] for d in deletions) as model:
+        names = (d["entityName"] for d in deletions)
+        with attributed_to(self.store, client), self._section(names) as model:
             links: list[Quad] = []
             subjects: list[NamedNode] = []
             dropped: dict[str, set[str]] = {}
@@ -462,20 +487,22 @@ class KnowledgeGraph:
                         subjects.append(obs)
                         links.append(Quad(iri, HAS_OBSERVATION, obs, self.graph))
             if subjects:
-                self._write([], links, update=self._delete_subjects(subjects))
+                self._write([], links, update=self._delete_subjects(subjects), gone=subjects)
             if self._mirrored:
                 for name, gone in dropped.items():
                     entity = model.entities[name]
                     entity.set_observations([o for o in entity.observations if o not in gone])
 
-    def delete_relations(self, relations: Sequence[Mapping[str, Any]]) -> None:
+    def delete_relations(
+        self, relations: Sequence[Mapping[str, Any]], client: Client = NOBODY
+    ) -> None:
         """Delete relations (same ends and type); missing ones are ignored."""
         keys = {(r["from"], r["to"], r["relationType"]) for r in relations}
-        with self._section(k[0] for k in keys) as model:
+        with attributed_to(self.store, client), self._section(k[0] for k in keys) as model:
             gone = [model.relations[k] for k in keys if k in model.relations]
             if gone:
                 subjects = [self._relation_iri(r) for r in gone]
-                self._write([], update=self._delete_subjects(subjects))
+                self._write([], update=self._delete_subjects(subjects), gone=subjects)
             if self._mirrored:
                 for r in gone:
                     model.remove_relation(r.key)
@@ -493,13 +520,13 @@ class KnowledgeGraph:
 
     # -- whole graphs ---------------------------------------------------------------------
 
-    def import_model(self, model: Model, client: Client = Client()) -> tuple[int, int, int]:
+    def import_model(self, model: Model, client: Client = NOBODY) -> tuple[int, int, int]:
         """Merge ``model`` in one atomic write: new entities with their observations, new
         observations of existing entities, new relations. Returns how many entities,
         observations and relations were created."""
         who = client_iri(client.name, client.version)
         names = [*model.entities, *(r.source for r in model.relations.values())]
-        with self._section(names) as current:
+        with attributed_to(self.store, client), self._section(names) as current:
             entities = [e.to_json() for e in model.entities.values()]
             new, quads = self._plan_entities(current, entities, who)
             created = {e.name for e in new}
@@ -534,6 +561,13 @@ class KnowledgeGraph:
             for r in model.relations.values():
                 copy.add_relation(r)
         return copy
+
+
+def _data(verb: str, graph: NamedNode, quads: Sequence[Quad]) -> list[str]:
+    """``INSERT DATA`` / ``DELETE DATA`` of ``quads`` in ``graph`` (none when empty)."""
+    if not quads:
+        return []
+    return [f"{verb} DATA {{ GRAPH {sparql_term(graph)} {{ {' '.join(_nt(q) for q in quads)} }} }}"]
 
 
 def _nt(quad: Quad) -> str:

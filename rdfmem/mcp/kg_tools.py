@@ -88,17 +88,17 @@ def _add_observations(s: Services, args: dict[str, Any], client: Client) -> Repl
 
 
 def _delete_entities(s: Services, args: dict[str, Any], client: Client) -> Reply:
-    s.kg.delete_entities(args["entityNames"])
+    s.kg.delete_entities(args["entityNames"], client)
     return _done("Entities deleted successfully")
 
 
 def _delete_observations(s: Services, args: dict[str, Any], client: Client) -> Reply:
-    s.kg.delete_observations(args["deletions"])
+    s.kg.delete_observations(args["deletions"], client)
     return _done("Observations deleted successfully")
 
 
 def _delete_relations(s: Services, args: dict[str, Any], client: Client) -> Reply:
-    s.kg.delete_relations(args["relations"])
+    s.kg.delete_relations(args["relations"], client)
     return _done("Relations deleted successfully")
 
 

@@ -9,14 +9,20 @@ in ``rdfmem.mcp.sparql``, as it needs a time limit).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, get_args
 
+from pyoxigraph import NamedNode
+
 from rdfmem.core.results import SelectResult
+from rdfmem.domain import decision_history
+from rdfmem.domain.decision_reader import DecisionReader
 from rdfmem.domain.decisions import EdgeType, NodeStatus, NodeType
 from rdfmem.domain.generalisations import Generalisation
 from rdfmem.domain.memories import SCOPES, Memory
 from rdfmem.mcp.checks import ToolInputError
-from rdfmem.mcp.graph import Client
+from rdfmem.mcp.client import Client, attributed_to
+from rdfmem.mcp.history_tools import AS_OF, as_of
 from rdfmem.mcp.pages import DEFAULT_LIMIT, PAGE_ARGUMENTS, page_of, page_start
 from rdfmem.mcp.services import Services
 from rdfmem.mcp.specs import DELETE, READ, WRITE, Reply, Spec, array, json_text, obj, string
@@ -50,7 +56,8 @@ def _memory_save(s: Services, a: dict[str, Any], c: Client) -> Reply:
     memory = Memory(
         scope=a["scope"], title=a["title"], content=a["content"], topics=a.get("topics", [])
     )
-    return _reply(_memory(memories.save(memory)))
+    with attributed_to(s.store, c):
+        return _reply(_memory(memories.save(memory)))
 
 
 def _ranked(a: dict[str, Any], search: Callable[[int], list[Any]], key: str, tool: str) -> Reply:
@@ -64,23 +71,27 @@ def _memory_search(s: Services, a: dict[str, Any], c: Client) -> Reply:
     memories = s.memories(a.get("session"))
     return _ranked(
         a,
-        lambda n: [_memory(m, score) for m, score in memories.search(a["query"], n)],
+        lambda n: [
+            _memory(m, score) for m, score in memories.search(a["query"], n, as_of=as_of(a))
+        ],
         "memories",
         "memory_search",
     )
 
 
 def _memory_read(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    return _reply(_memory(s.memories(a.get("session")).read(a["scope"], a["title"])))
+    memories = s.memories(a.get("session"))
+    return _reply(_memory(memories.read(a["scope"], a["title"], as_of=as_of(a))))
 
 
 def _memory_list(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    titles = s.memories(a.get("session")).list(a.get("scope"))
+    titles = s.memories(a.get("session")).list(a.get("scope"), as_of=as_of(a))
     return page_of(titles, "titles", a, "memory_list")
 
 
 def _memory_forget(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    s.memories(a.get("session")).forget(a["scope"], a["title"])
+    with attributed_to(s.store, c):
+        s.memories(a.get("session")).forget(a["scope"], a["title"])
     return _reply({"forgotten": a["title"], "scope": a["scope"]})
 
 
@@ -90,32 +101,45 @@ def _fields(a: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
 
 def _decision_add_node(s: Services, a: dict[str, Any], c: Client) -> Reply:
     names = ("id", "type", "label", "status", "confidence", "rationale", "metadata")
-    node = s.decisions.add_node(_fields(a, names))
+    with attributed_to(s.store, c):
+        node = s.decisions.add_node(_fields(a, names))
     return _reply(node.model_dump(mode="json"))
 
 
 def _decision_add_edge(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    edge = s.decisions.add_edge(_fields(a, ("id", "from_id", "to_id", "type", "metadata")))
+    with attributed_to(s.store, c):
+        edge = s.decisions.add_edge(_fields(a, ("id", "from_id", "to_id", "type", "metadata")))
     return _reply(edge.model_dump(mode="json"))
 
 
 def _decision_update_node(s: Services, a: dict[str, Any], c: Client) -> Reply:
     changes = _fields(a, ("type", "label", "status", "confidence", "rationale", "metadata"))
-    return _reply(s.decisions.update_node(a["id"], changes).model_dump(mode="json"))
+    with attributed_to(s.store, c):
+        return _reply(s.decisions.update_node(a["id"], changes).model_dump(mode="json"))
 
 
 def _decision_supersede(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    edge = s.decisions.supersede(a["old_id"], a["new_id"], a.get("rationale"))
+    with attributed_to(s.store, c):
+        edge = s.decisions.supersede(a["old_id"], a["new_id"], a.get("rationale"))
     return _reply(edge.model_dump(mode="json"))
 
 
 def _decision_get(s: Services, a: dict[str, Any], c: Client) -> Reply:
-    graph = s.decisions
+    graph = past_decisions(s, as_of(a))
     node = graph.get_node(a["id"])
     out = node.model_dump(mode="json")
     out["outgoing"] = [e.model_dump(mode="json") for e in graph.get_edges(a["id"], "outgoing")]
     out["incoming"] = [e.model_dump(mode="json") for e in graph.get_edges(a["id"], "incoming")]
     return _reply(out)
+
+
+def past_decisions(s: Services, moment: datetime | None) -> DecisionReader:
+    """The project's decision graph, or its past at ``moment`` (a fresh in-memory store)."""
+    if moment is None:
+        return s.decisions
+    graph = s.decisions
+    past = decision_history.past_store(graph.store, NamedNode(graph.graph), moment)
+    return DecisionReader(past, graph.graph)
 
 
 def _decision_query(s: Services, a: dict[str, Any], c: Client) -> Reply:
@@ -124,7 +148,7 @@ def _decision_query(s: Services, a: dict[str, Any], c: Client) -> Reply:
     page = int(a.get("limit", DEFAULT_LIMIT))
     if a["name"] == "recent_decisions":
         params["limit"] = start + page + 1
-    nodes = s.decisions.query(a["name"], **params)
+    nodes = s.decisions.query(a["name"], as_of=as_of(a), **params)
     found = [n.model_dump(mode="json") for n in nodes]
     return page_of(found, "nodes", {**a, "limit": page}, "decision_query")
 
@@ -144,7 +168,8 @@ def _gen_add(s: Services, a: dict[str, Any], c: Client) -> Reply:
         confidence=a["confidence"],
         generalises=a.get("generalises", []),
     )
-    return _reply(_generalisation(s.generalisations(a.get("group")).add(g)))
+    with attributed_to(s.store, c):
+        return _reply(_generalisation(s.generalisations(a.get("group")).add(g)))
 
 
 def _gen_search(s: Services, a: dict[str, Any], c: Client) -> Reply:
@@ -223,6 +248,7 @@ OWN_TOOLS = [
                 "cursor": PAGE_ARGUMENTS["cursor"],
                 "max_tokens": PAGE_ARGUMENTS["max_tokens"],
                 "session": _SESSION,
+                "asOf": AS_OF,
             },
             ["query"],
             closed=True,
@@ -235,7 +261,7 @@ OWN_TOOLS = [
         "Read Memory",
         "Read one saved memory by scope and title.",
         obj(
-            {"scope": _SCOPE, "title": _TITLE, "session": _SESSION},
+            {"scope": _SCOPE, "title": _TITLE, "session": _SESSION, "asOf": AS_OF},
             ["scope", "title"],
             closed=True,
         ),
@@ -246,7 +272,7 @@ OWN_TOOLS = [
         "memory_list",
         "List Memories",
         "The titles of the saved memories, of one scope or of all.",
-        obj({"scope": _SCOPE, "session": _SESSION, **PAGE_ARGUMENTS}, closed=True),
+        obj({"scope": _SCOPE, "session": _SESSION, "asOf": AS_OF, **PAGE_ARGUMENTS}, closed=True),
         READ,
         _memory_list,
     ),
@@ -337,7 +363,7 @@ OWN_TOOLS = [
         "decision_get",
         "Get Decision Node",
         "One decision-graph node with its outgoing and incoming edges.",
-        obj({"id": string()}, ["id"], closed=True),
+        obj({"id": string(), "asOf": AS_OF}, ["id"], closed=True),
         READ,
         _decision_get,
     ),
@@ -360,6 +386,7 @@ OWN_TOOLS = [
                 "from_id": string(),
                 "to_id": string(),
                 "node_id": string(),
+                "asOf": AS_OF,
                 **PAGE_ARGUMENTS,
             },
             ["name"],

@@ -7,7 +7,12 @@ its tools.
 * ``official``: exactly the nine tools of the official memory server.
 * ``memory`` (the default): those nine and rdfmem's ``memory_*`` notes; a host switching
   from the official server keeps every tool it had, and the list stays short.
-* ``all``: every tool (the decision graph, generalisations, ``sparql_query``, ``stats``).
+* ``all``: every tool (the decision graph, generalisations, ``sparql_query``, ``stats``,
+  and the past: ``history``, ``read_graph_as_of``).
+
+rdfmem's read tools of ``memory`` take ``asOf`` (the past, on a store keeping history), but
+``memory`` leaves ``history`` out to keep the default list short: ``--tools all`` (or
+``--tools NAME,…,history``) offers it.
 
 >>> choose("official")[-1], len(choose("memory")), choose("read_graph, stats")
 ('open_nodes', 14, ('read_graph', 'stats'))
@@ -49,6 +54,7 @@ MEMORY: tuple[str, ...] = (
 ALL: tuple[str, ...] = (
     *OFFICIAL,
     "read_graph_page",
+    "read_graph_as_of",
     "memory_save",
     "memory_search",
     "memory_read",
@@ -63,6 +69,7 @@ ALL: tuple[str, ...] = (
     "generalisation_save",
     "generalisation_search",
     "generalisation_list",
+    "history",
     "sparql_query",
     "stats",
 )
