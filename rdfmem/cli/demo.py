@@ -30,6 +30,7 @@ from rdfmem.core.ontology import PREFIXES
 from rdfmem.core.results import GraphResult, Row, SelectResult
 from rdfmem.domain.context import ContextUpdate
 from rdfmem.domain.decision_queries import NODE_QUERIES
+from rdfmem.domain.embeddings import FLOAT32_VECTOR
 from rdfmem.server.named import list_named_queries
 from rdfmem.store.rdfstore import RdfStore
 
@@ -345,8 +346,9 @@ def _run_named(store: RdfStore, demo: _Demo) -> list[QuerySection]:
 
 def run_demo(folder: str | Path, *, history: bool = True) -> DemoReport:
     """Build the demo memory in ``folder`` (``folder/store``), run every named query and
-    write ``folder/memory.ttl`` (every triple, Turtle) and ``folder/memory.trig`` (with
-    graphs). A folder from an earlier demo is replaced. ``history``: the store keeps every
+    write ``folder/memory.ttl`` (every triple but the embedding vectors, for people) and
+    ``folder/memory.trig`` (everything, with graphs). A folder from an earlier demo is
+    replaced. ``history``: the store keeps every
     write's past (its history graphs are in the exports; the ``history``, ``as_of`` and
     ``changes_since`` queries show a revised memory).
 
@@ -370,8 +372,11 @@ def run_demo(folder: str | Path, *, history: bool = True) -> DemoReport:
         demo = build_memory(store)
         report.queries = _run_named(store, demo)
         report.built, report.skipped, report.prefixes = demo.built, demo.skipped, demo.prefixes
+        # The Turtle is for people: the embedding vectors (base64, most of its bytes) stay
+        # in the store and memory.trig, as ``rdfmem export`` leaves them out.
         everything = store.query(
-            "CONSTRUCT { ?s ?p ?o } WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }"
+            "CONSTRUCT { ?s ?p ?o } WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } "
+            f"FILTER(!isLiteral(?o) || DATATYPE(?o) != <{FLOAT32_VECTOR.value}>) }}"
         )
         assert isinstance(everything, GraphResult)
         report.export_path.write_bytes(everything.serialize("turtle", prefixes=store.prefixes))
