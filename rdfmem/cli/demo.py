@@ -32,6 +32,7 @@ from rdfmem.domain.context import ContextUpdate
 from rdfmem.domain.decision_queries import NODE_QUERIES
 from rdfmem.domain.embeddings import FLOAT32_VECTOR
 from rdfmem.server.named import list_named_queries
+from rdfmem.store.history import HISTORY_PREFIX
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["DemoReport", "QuerySection", "build_memory", "run_demo"]
@@ -346,8 +347,8 @@ def _run_named(store: RdfStore, demo: _Demo) -> list[QuerySection]:
 
 def run_demo(folder: str | Path, *, history: bool = True) -> DemoReport:
     """Build the demo memory in ``folder`` (``folder/store``), run every named query and
-    write ``folder/memory.ttl`` (every triple but the embedding vectors, for people) and
-    ``folder/memory.trig`` (everything, with graphs). A folder from an earlier demo is
+    write ``folder/memory.ttl`` (the memory as it is now, without its embedding vectors:
+    for people) and ``folder/memory.trig`` (everything, history and vectors included). A folder from an earlier demo is
     replaced. ``history``: the store keeps every
     write's past (its history graphs are in the exports; the ``history``, ``as_of`` and
     ``changes_since`` queries show a revised memory).
@@ -372,10 +373,12 @@ def run_demo(folder: str | Path, *, history: bool = True) -> DemoReport:
         demo = build_memory(store)
         report.queries = _run_named(store, demo)
         report.built, report.skipped, report.prefixes = demo.built, demo.skipped, demo.prefixes
-        # The Turtle is for people: the embedding vectors (base64, most of its bytes) stay
-        # in the store and memory.trig, as ``rdfmem export`` leaves them out.
+        # The Turtle is for people: the memory as it is now, without the embedding vectors
+        # (base64, most of its bytes; ``rdfmem export`` leaves them out too). The history
+        # graphs and the vectors are in the store and memory.trig.
         everything = store.query(
-            "CONSTRUCT { ?s ?p ?o } WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } "
+            "CONSTRUCT { ?s ?p ?o } WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } "
+            f"FILTER(!STRSTARTS(STR(?g), '{HISTORY_PREFIX}')) }} "
             f"FILTER(!isLiteral(?o) || DATATYPE(?o) != <{FLOAT32_VECTOR.value}>) }}"
         )
         assert isinstance(everything, GraphResult)
