@@ -348,10 +348,10 @@ def _run_named(store: RdfStore, demo: _Demo) -> list[QuerySection]:
 def run_demo(folder: str | Path, *, history: bool = True) -> DemoReport:
     """Build the demo memory in ``folder`` (``folder/store``), run every named query and
     write ``folder/memory.ttl`` (the memory as it is now, without its embedding vectors:
-    for people) and ``folder/memory.trig`` (everything, history and vectors included). A folder from an earlier demo is
-    replaced. ``history``: the store keeps every
-    write's past (its history graphs are in the exports; the ``history``, ``as_of`` and
-    ``changes_since`` queries show a revised memory).
+    for people) and ``folder/memory.trig`` (everything, history and vectors included). A
+    folder from an earlier demo is replaced. ``history``: the store keeps every write's past
+    (its history graphs are in memory.trig; the ``history``, ``as_of`` and ``changes_since``
+    queries show a revised memory).
 
     Raises:
         RdfMemError: ``folder`` holds something that is not an earlier demo, or the store
