@@ -214,6 +214,11 @@ def _graph(name: str) -> NamedNode | DefaultGraph:
     return DefaultGraph() if name == "" else NamedNode(name)
 
 
+def _reads_only(request: httpx.Request) -> bool:
+    """True for a request that changes nothing (a query, the journal): safe to send again."""
+    return request.method == "GET" or bytes(request.content).startswith(b"query=")
+
+
 class _Failover(httpx.BaseTransport):
     """HTTP over the owner's socket; a request that was not run is sent again to the next
     owner (``AttachedBackend.reattach``)."""
@@ -227,6 +232,13 @@ class _Failover(httpx.BaseTransport):
             try:
                 response = self._inner.handle_request(request)
             except httpx.ConnectError:
+                self._backend.reattach()
+                continue
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                # The owner went away with the answer: a read is sent to the next owner;
+                # a write may have been applied (``KeyValue`` settles its own by reading).
+                if not _reads_only(request):
+                    raise
                 self._backend.reattach()
                 continue
             if response.status_code == 503:

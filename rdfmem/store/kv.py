@@ -11,7 +11,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from rdfmem.backends.base import Backend
 from rdfmem.backends.sparql.lease_steps import RANGE_DELIMITERS
-from rdfmem.core.errors import IncompatibleSnapshot, InvalidKey
+from rdfmem.core.errors import IncompatibleSnapshot, InvalidKey, Unreachable
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value, loads
 from rdfmem.store.history import (
     SPECIALIZES,
@@ -305,13 +305,35 @@ class KeyValue:
             if hub is not None:
                 hub.before_write()
             gone, added = self._versioned([(subject, new)])
-            self._apply(old + gone, new + added)
+            try:
+                self._apply(old + gone, new + added)
+            except Unreachable:
+                if not getattr(self.backend, "journaled", False) or gone or added:
+                    raise
+                self._settled(subject, old, new)
             if hub is not None:
                 hub.after_write(self._kv_graphs)
             cache = self._cache
             if cache is not None:
                 cache.put(key, _text(new[0]) if new else _ABSENT, self.backend.generation)
         return result
+
+    def _settled(self, subject: NamedNode, old: list[Quad], new: list[Quad]) -> None:
+        """A process attached to an on-disk store whose owner went away with the answer to
+        this write: the section still holds the subject (no other process wrote it), so
+        the entry, read again from the next owner, says whether the write landed; when it
+        did not, it is sent once more (``rdfmem.backends.attached``)."""
+        now = set(self._entry_quads(subject))
+        if now == set(new):
+            return
+        if now != set(old):
+            raise Unreachable(
+                f"the owner of this store went away during a write of {subject.value}, and "
+                "what it holds now is neither the old nor the new entry",
+                endpoint="the store's owner",
+                cause=None,
+            )
+        self._apply(old, new)
 
     def update_many(
         self, keys: Iterable[str], fn: Callable[[dict[str, Any]], Mapping[str, Any]]
