@@ -262,17 +262,7 @@ def latency_at(data: list, size: int, questions: list[str]) -> list[str]:
         f"{len(first)} | {_stats(first)} |"
     ]
     views = {name: Memories(store, ranking=name) for name in ("hybrid", "keyword", "vector")}
-    seconds: dict[str, list[float]] = {name: [] for name in views}
-    for q in questions:
-        for name, view in views.items():
-            start = time.perf_counter()
-            view.search(q, LIMIT)
-            seconds[name].append(time.perf_counter() - start)
-    for name, values in seconds.items():
-        lines.append(
-            f"| search, {name}, the next {len(values)} (interleaved) | {size:,} | "
-            f"{len(values)} | {_stats(values)} |"
-        )
+    lines += _interleaved(views, questions, size, "the next {n} (interleaved)")
     # Once the approximate (HNSW) graph is built off the request path: a search a second
     # until it is (each counted too), then the same 400 again.
     waited, waiting = time.perf_counter(), []
@@ -287,19 +277,26 @@ def latency_at(data: list, size: int, questions: list[str]) -> list[str]:
         f"the interleaved searches) | {size:,} | {len(waiting)} | "
         f"{_stats(waiting) if waiting else '- | - | -'} |"
     )
-    seconds = {name: [] for name in views}
+    lines += _interleaved(views, questions, size, "once the approximate graph is built")
+    store.close()
+    return lines
+
+
+def _interleaved(
+    views: dict[str, Memories], questions: list[str], size: int, when: str
+) -> list[str]:
+    """One table row per ranking: each question asked of every view in turn, timed."""
+    seconds: dict[str, list[float]] = {name: [] for name in views}
     for q in questions:
         for name, view in views.items():
             start = time.perf_counter()
             view.search(q, LIMIT)
             seconds[name].append(time.perf_counter() - start)
-    for name, values in seconds.items():
-        lines.append(
-            f"| search, {name}, once the approximate graph is built | {size:,} | "
-            f"{len(values)} | {_stats(values)} |"
-        )
-    store.close()
-    return lines
+    return [
+        f"| search, {name}, {when.format(n=len(values))} | {size:,} | "
+        f"{len(values)} | {_stats(values)} |"
+        for name, values in seconds.items()
+    ]
 
 
 def _approximate_ready(store: RdfStore) -> bool:
