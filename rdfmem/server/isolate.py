@@ -18,7 +18,6 @@ import os
 import pickle
 import select
 import signal
-import stat
 import threading
 import time
 import warnings
@@ -27,6 +26,7 @@ from typing import Any
 
 from rdfmem.core.errors import ChildFailed
 from rdfmem.server.workers import TimedOut
+from rdfmem.store.sandbox import close_sockets
 
 __all__ = ["ChildFailed", "run_forked"]
 
@@ -94,7 +94,7 @@ def _child(fn: Callable[[], Any], read_end: int, write_end: int) -> None:  # pra
     gc.disable()  # a collection would touch (and so copy) every page of the parent's heap
     try:
         os.close(read_end)
-        _close_sockets(keep=write_end)
+        close_sockets(keep=(write_end,))
         data = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(data)
         while view:
@@ -104,26 +104,6 @@ def _child(fn: Callable[[], Any], read_end: int, write_end: int) -> None:  # pra
         code = 1
     finally:
         os._exit(code)
-
-
-def _close_sockets(keep: int) -> None:  # pragma: no cover - runs in the child
-    """Close the sockets inherited from the server (its listener, its clients' connections):
-    a child that kept them would hold a closed connection open until it ended."""
-    for folder in ("/proc/self/fd", "/dev/fd"):
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            fd = int(name)
-            if fd == keep:
-                continue
-            try:
-                if stat.S_ISSOCK(os.fstat(fd).st_mode):
-                    os.close(fd)
-            except OSError:
-                pass
-        return
 
 
 def _reap(pid: int) -> None:

@@ -47,7 +47,7 @@ from typing import Any
 from rdfmem.core.errors import ChildFailed, RdfMemError, TimedOut
 from rdfmem.store.rdfstore import RdfStore
 
-__all__ = ["DEFAULT_MEMORY_CAP", "Sandbox"]
+__all__ = ["DEFAULT_MEMORY_CAP", "Sandbox", "close_sockets"]
 
 #: The most memory one query may take beyond what its process had when it was forked.
 DEFAULT_MEMORY_CAP = 1 << 30
@@ -249,7 +249,7 @@ def _child_main(
     try:
         for fd in parent_ends:
             os.close(fd)
-        _close_sockets(keep=(requests, answers))
+        close_sockets(keep=(requests, answers))
         # Objects inherited from the parent are never collected here: a collection would
         # touch (and so copy) every page of the parent's heap.
         gc.freeze()
@@ -310,7 +310,7 @@ def _cap_memory(cap: int) -> None:  # pragma: no cover - runs in the child
             resource.setrlimit(resource.RLIMIT_AS, (size + cap, size + cap))
 
 
-def _close_sockets(keep: tuple[int, ...]) -> None:  # pragma: no cover - runs in the child
+def close_sockets(keep: tuple[int, ...]) -> None:  # pragma: no cover - runs in the child
     """Close the sockets inherited from the server (its listener, its clients' connections):
     a child that kept them would hold a closed connection open until it ended."""
     for folder in ("/proc/self/fd", "/dev/fd"):
