@@ -22,7 +22,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from pyoxigraph import DefaultGraph, NamedNode, Quad
 
 from rdfmem.backends.base import Backend
 from rdfmem.backends.filelocks import SubjectFileLocks
-from rdfmem.backends.journal import Scope, scope_of_quads
+from rdfmem.backends.journal import Declarations, declared_scope, scope_of_quads
 from rdfmem.backends.owner import CLOSING, SCOPE_PARAM, reachable, socket_path
 from rdfmem.backends.sparql.client import SparqlBackend
 from rdfmem.backends.sparql.text import Changes
@@ -94,7 +94,7 @@ class AttachedBackend(SparqlBackend):
         self.wait_s = wait_s
         self._owned: Any = None  # the OxigraphBackend this process opened on takeover
         self._takeover = threading.Lock()
-        self._local = threading.local()
+        self._declarations = Declarations()  # what this thread's updates change
         self.reattach()
         super().__init__(
             OWNER_URL, transport=_Failover(self), snapshot_reads=True, lease_linger_ms=0, **options
@@ -109,24 +109,14 @@ class AttachedBackend(SparqlBackend):
     def scope(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> AbstractContextManager[Any]:
         """This thread's updates inside the block change only ``subjects`` of ``graph``:
         sent with each update, for the owner's journal."""
-        named = tuple(sorted(s.value for s in subjects)) if subjects else None
-        return self._scoped((graph.value, named))
-
-    @contextlib.contextmanager
-    def _scoped(self, scope: Scope | None) -> Iterator[None]:
-        before = getattr(self._local, "scope", None)
-        self._local.scope = scope
-        try:
-            yield
-        finally:
-            self._local.scope = before
+        return self._declarations.declared(declared_scope(graph, subjects))
 
     def apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
-        with self._scoped(scope_of_quads([*remove, *add])):
+        with self._declarations.declared(scope_of_quads([*remove, *add])):
             super().apply(remove, add)
 
     def send_update(self, sparql: str, extra: Mapping[str, str] | None = None) -> None:
-        scope = getattr(self._local, "scope", None)
+        scope = self._declarations.current()
         if scope is not None:
             extra = {**(extra or {}), SCOPE_PARAM: json.dumps([scope[0], scope[1]])}
         super().send_update(sparql, extra)

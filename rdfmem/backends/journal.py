@@ -26,7 +26,7 @@ from typing import Any
 
 from pyoxigraph import DefaultGraph, NamedNode, Quad
 
-__all__ = ["Journal", "Scope", "scope_of_quads"]
+__all__ = ["Declarations", "Journal", "Scope", "declared_scope", "scope_of_quads"]
 
 #: ``(graph IRI, subject IRIs)``: what one write changed; no subjects: the whole graph
 #: (``""`` is the default graph). None: unknown.
@@ -51,17 +51,16 @@ def scope_of_quads(quads: Sequence[Quad]) -> Scope | None:
     return (name, tuple(sorted(subjects)))
 
 
-class Journal:
-    """The notes of the last ``keep`` writes, and the scope the current thread declared."""
+def declared_scope(graph: NamedNode, subjects: Sequence[NamedNode]) -> Scope:
+    """The scope a writer declares (``Backend.scope``): ``subjects`` of ``graph``, or the
+    whole graph when there are none."""
+    return (graph.value, tuple(sorted(s.value for s in subjects)) if subjects else None)
 
-    def __init__(self, keep: int = 50_000) -> None:
-        self.epoch = uuid.uuid4().hex
-        self.keep = keep
-        self._generations: list[int] = []  # ascending: noted under ``lock`` with the write
-        self._scopes: list[Scope | None] = []
-        self._oldest = 0  # notes cover every generation after this one
-        #: Held while a write's generation is counted and noted (``OxigraphBackend.wrote``).
-        self.lock = threading.Lock()
+
+class Declarations:
+    """The scope each thread declared for the writes it makes (``declared``)."""
+
+    def __init__(self) -> None:
         self._local = threading.local()
 
     @contextmanager
@@ -78,6 +77,20 @@ class Journal:
         """The scope this thread declared (None: unknown)."""
         found: Scope | None = getattr(self._local, "scope", None)
         return found
+
+
+class Journal(Declarations):
+    """The notes of the last ``keep`` writes, and the scope the current thread declared."""
+
+    def __init__(self, keep: int = 50_000) -> None:
+        super().__init__()
+        self.epoch = uuid.uuid4().hex
+        self.keep = keep
+        self._generations: list[int] = []  # ascending: noted under ``lock`` with the write
+        self._scopes: list[Scope | None] = []
+        self._oldest = 0  # notes cover every generation after this one
+        #: Held while a write's generation is counted and noted (``OxigraphBackend.wrote``).
+        self.lock = threading.Lock()
 
     def note(self, generation: int, scope: Scope | None) -> None:
         """Note that the write that made ``generation`` changed ``scope`` (under ``lock``,

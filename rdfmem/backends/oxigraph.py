@@ -24,7 +24,7 @@ from pyoxigraph import (
 from rdfmem.backends import indexfile
 from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
 from rdfmem.backends.filelocks import SubjectFileLocks
-from rdfmem.backends.journal import Journal, scope_of_quads
+from rdfmem.backends.journal import Journal, declared_scope, scope_of_quads
 from rdfmem.backends.owner import OwnerServer
 from rdfmem.core.errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
 from rdfmem.core.formats import check_rdf
@@ -116,8 +116,7 @@ class OxigraphBackend(Backend):
         ``subjects`` of ``graph`` (``rdfmem.backends.journal``)."""
         if self.journal is None:
             return contextlib.nullcontext()
-        named = tuple(sorted(s.value for s in subjects)) if subjects else None
-        return self.journal.declared((graph.value, named))
+        return self.journal.declared(declared_scope(graph, subjects))
 
     def exclusive(
         self, subjects: Sequence[NamedNode], within: str | None = None
