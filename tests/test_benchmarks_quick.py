@@ -127,3 +127,29 @@ def test_processes_quick_reports_each_measure(tmp_path: Path) -> None:
     assert "| phase | process | turns | first | p50 | p99 | slowest |" in table
     assert "## Two `rdfmem mcp STORE` stdio servers × 40 `add_observations`" in table
     assert "Seen by the two servers:" in table
+
+
+# -- the history benchmarks' quick runs (issue 24) ---------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_history_benchmark_quick_reports_every_measure(tmp_path: Path) -> None:
+    table = _run_quick("bench_history.py", tmp_path / "history.md")
+    for line in ("rdfmem, history=True", "get(key, as_of=t)", "changes_since(t, t + 1 h)"):
+        assert line in table
+    assert "History quads kept per write" in table
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_domain_history_benchmark_quick_reports_every_measure(tmp_path: Path) -> None:
+    table = _run_quick("bench_history_domain.py", tmp_path / "history_domain.md")
+    for line in (
+        "| Memories.save, history |",
+        "| KnowledgeGraph.add_observations, history |",
+        "| Memories.search, as_of |",
+        "| KnowledgeGraph.read_graph, as_of |",
+        "| KnowledgeGraph.history(name) |",
+    ):
+        assert line in table
