@@ -111,10 +111,16 @@ class Backend(ABC):
         #: forget. Read it; only ``wrote()`` moves it. (A plain attribute, not a property:
         #: every cached ``get`` reads it, and a property costs a third of such a read.)
         self.generation = 0
+        #: Called with the new generation after each write (``rdfmem serve --workers``
+        #: publishes it to its reader processes: ``rdfmem.store.readonly.on_writes``).
+        self.write_hooks: list[Callable[[int], None]] = []
 
     def wrote(self) -> None:
-        """Count a write; implementations call it after every write (in ``finally``)."""
+        """Count a write; implementations call it after every write (in ``finally``). The
+        ``write_hooks`` hear the new generation before the write returns to its caller."""
         self.generation += 1
+        for hook in self.write_hooks:
+            hook(self.generation)
 
     @property
     def capabilities(self) -> Capabilities:

@@ -30,20 +30,10 @@ def owned_folder(store: RdfStore) -> Path | None:
 def on_writes(store: RdfStore, callback: Callable[[int], None]) -> Callable[[], None]:
     """Call ``callback(generation)`` now and right after each write through ``store``'s
     backend (before the write returns to its caller); returns what undoes that."""
-    backend = store.backend
-    original = backend.wrote
-
-    def wrote() -> None:
-        original()
-        callback(backend.generation)
-
-    callback(backend.generation)
-    setattr(backend, "wrote", wrote)  # noqa: B010 - this instance only, undone below
-
-    def undo() -> None:
-        vars(backend).pop("wrote", None)
-
-    return undo
+    hooks = store.backend.write_hooks
+    callback(store.backend.generation)
+    hooks.append(callback)
+    return lambda: hooks.remove(callback)
 
 
 class ReadOnlyOpen:
