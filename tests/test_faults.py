@@ -259,41 +259,43 @@ def test_no_acknowledged_write_is_lost_or_doubled_under_faults(
     # would an hour later).
     time.sleep(1.5 * TTL_MS / 1000 + TTL_MS / 1000 + 1.0)
     checker = RemoteStore.connect(server.query_url, server.update_url)
-    backend = checker.backend
-    swept = run(sweep(backend.lease_graph), backend)  # type: ignore[attr-defined]
-    dropped = drop_abandoned(
-        backend,  # type: ignore[arg-type]
-        now=time.time() + ABANDONED_AFTER_S + 1,
-        empty_graph_patterns=server.name == "oxigraph",
-    )
+    try:
+        backend = checker.backend
+        swept = run(sweep(backend.lease_graph), backend)  # type: ignore[attr-defined]
+        dropped = drop_abandoned(
+            backend,  # type: ignore[arg-type]
+            now=time.time() + ABANDONED_AFTER_S + 1,
+            empty_graph_patterns=server.name == "oxigraph",
+        )
 
-    values: dict[str, list[int]] = {}
-    for row in _rows(
-        server,
-        "SELECT ?s ?v WHERE { GRAPH <urn:rdfmem:graph:store> { ?s <urn:rdfmem:store:value> ?v } }",
-    ):
-        key = row["s"]["value"].rsplit(":", 1)[-1]
-        values.setdefault(key, []).append(int(row["v"]["value"]))
-    report = (
-        f"{server.name}: {sum(tally.outcomes.values())} operations in {elapsed:.1f} s, "
-        f"outcomes {dict(tally.outcomes)}, faults {dict(sum((p.counts for p in proxies), Counter()))}, "
-        f"restarts {restarted}, swept {swept} dead claims, dropped {len(dropped)} scratch graphs, "
-        f"longest wait {max(tally.waited_s):.2f} s"
-    )
-    print(report)
-    doubled = {k: v for k, v in values.items() if len(v) > 1}
-    assert not doubled, report
-    for key, value in tally.acked_sets.items():
-        assert values.get(key) == [value], (key, report)
-    for key in set(tally.acked_incs) | set(tally.unsure_incs):
-        got = values.get(key, [0])[0]
-        low, high = tally.acked_incs[key], tally.acked_incs[key] + tally.unsure_incs[key]
-        assert low <= got <= high, (key, got, low, high, report)
-    assert not _rows(server, "SELECT * WHERE { GRAPH <urn:rdfmem:graph:leases> { ?s ?p ?o } }")
-    assert not _rows(
-        server,
-        "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
-        'FILTER(STRSTARTS(STR(?g), "urn:rdfmem:graph:staging:")) }',
-    )
-    assert max(tally.waited_s) <= BOUND_S, report
-    checker.close()
+        values: dict[str, list[int]] = {}
+        for row in _rows(
+            server,
+            "SELECT ?s ?v WHERE { GRAPH <urn:rdfmem:graph:store> { ?s <urn:rdfmem:store:value> ?v } }",
+        ):
+            key = row["s"]["value"].rsplit(":", 1)[-1]
+            values.setdefault(key, []).append(int(row["v"]["value"]))
+        report = (
+            f"{server.name}: {sum(tally.outcomes.values())} operations in {elapsed:.1f} s, "
+            f"outcomes {dict(tally.outcomes)}, faults {dict(sum((p.counts for p in proxies), Counter()))}, "
+            f"restarts {restarted}, swept {swept} dead claims, dropped {len(dropped)} scratch graphs, "
+            f"longest wait {max(tally.waited_s):.2f} s"
+        )
+        print(report)
+        doubled = {k: v for k, v in values.items() if len(v) > 1}
+        assert not doubled, report
+        for key, value in tally.acked_sets.items():
+            assert values.get(key) == [value], (key, report)
+        for key in set(tally.acked_incs) | set(tally.unsure_incs):
+            got = values.get(key, [0])[0]
+            low, high = tally.acked_incs[key], tally.acked_incs[key] + tally.unsure_incs[key]
+            assert low <= got <= high, (key, got, low, high, report)
+        assert not _rows(server, "SELECT * WHERE { GRAPH <urn:rdfmem:graph:leases> { ?s ?p ?o } }")
+        assert not _rows(
+            server,
+            "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
+            'FILTER(STRSTARTS(STR(?g), "urn:rdfmem:graph:staging:")) }',
+        )
+        assert max(tally.waited_s) <= BOUND_S, report
+    finally:
+        checker.close()  # also when an assertion fails: no socket left to a later test

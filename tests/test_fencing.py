@@ -239,3 +239,37 @@ def test_the_lease_clock_counts_suspended_time() -> None:
     if boottime is None:
         pytest.skip("no CLOCK_BOOTTIME on this system (time.monotonic is used)")
     assert abs(clock() - time.clock_gettime(boottime)) < 0.05
+
+
+def test_the_sweep_removes_a_fence_left_without_its_claim(server: Server) -> None:
+    """A late copy of a fenced write that a server without isolation applied while its
+    claim was being released leaves the claim's counter alone in the lease graph (seen on
+    Virtuoso in the fault suite). The sweep every contender can run removes it, and only
+    it: a live claim keeps its counter."""
+    from rdfmem.backends.sparql.lease_run import run
+    from rdfmem.backends.sparql.lease_steps import sweep
+
+    store = server.connect(lease_ttl_ms=60_000)
+    try:
+        with store.exclusive("urn:rdfmem:store:entry:k"):
+            store.set("k", 1)  # a fenced write: the live claim now has a counter
+            litter = "<urn:rdfmem:lease:0123456789abcdef0123456789abcdef>"
+            httpx.post(
+                server.update_url,
+                data={
+                    "update": "INSERT DATA { GRAPH <urn:rdfmem:graph:leases> { "
+                    f"{litter} <https://w3id.org/rdfmem#leaseFence> 1 }} }}"
+                },
+                timeout=30,
+            ).raise_for_status()
+            backend: Any = store.backend
+            assert run(sweep(backend.lease_graph), backend) == 1
+            assert not _ask(server, f"ASK {{ GRAPH ?g {{ {litter} ?p ?o }} }}")
+            assert _ask(
+                server,
+                "ASK { GRAPH <urn:rdfmem:graph:leases> { ?c <https://w3id.org/rdfmem#leaseFence> ?f } }",
+            )  # the live claim's counter stays
+        assert store.get("k") == 1
+    finally:
+        store.close()
+    assert not _leftovers(server)

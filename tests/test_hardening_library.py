@@ -395,3 +395,10 @@ def test_a_failed_service_call_in_a_construct_is_a_query_error(listener: Listene
     with pytest.raises(QueryError):
         RdfStore().query(text, allow_network=True)
     assert listener.connections >= 1
+
+
+def test_exclusive_given_a_list_says_to_pass_each_subject(store: RdfStore) -> None:
+    """A list where subjects go (``exclusive(["urn:a"])``) is an rdfmem error that says
+    how to call it, not a TypeError from deep inside."""
+    with pytest.raises(InvalidTerm, match="its own argument"):
+        store.exclusive(["urn:a"])  # type: ignore[arg-type]

@@ -182,8 +182,11 @@ class RdfStore(KeyValue, TripleStore, HistoryMethods, AsyncKeyValue):
         for subject in subjects:
             try:
                 nodes.append(subject if isinstance(subject, NamedNode) else NamedNode(subject))
-            except ValueError as exc:
-                raise InvalidTerm(f"not an IRI: {subject!r}") from exc
+            except (TypeError, ValueError) as exc:
+                raise InvalidTerm(
+                    f"not an IRI: {subject!r}; pass each subject as its own argument, "
+                    "exclusive('urn:a', 'urn:b')"
+                ) from exc
         if within is not None and (
             not within
             or within[-1] not in RANGE_DELIMITERS

@@ -569,10 +569,21 @@ def sweep(graph: NamedNode) -> Steps[int]:
     and, when there are some, one delete. Returns how many were deleted."""
     g = sparql_term(graph)
     rows = yield Select(
-        f"SELECT ?c ?start ?ttl (NOW() AS ?now) WHERE {{ GRAPH {g} {{ ?c {LEASE_ON} ?s "
+        f"SELECT ?c ?on ?start ?ttl (NOW() AS ?now) WHERE {{ GRAPH {g} {{ "
+        f"{{ ?c {LEASE_ON} ?on }} UNION {{ ?c {LEASE_FENCE} ?fence }} "
         f"OPTIONAL {{ ?c {LEASE_START} ?start }} OPTIONAL {{ ?c {LEASE_TTL} ?ttl }} }} }}"
     )
-    dead = [NamedNode(CLAIM_PREFIX + t) for t, c in _seen(rows or []).items() if c.dead()]
+    rows = rows or []
+    # A fence counter whose claim is gone (no rm:leaseOn, which only a release deletes): a
+    # late copy of a fenced write that a server without isolation (Virtuoso) applied
+    # while the claim was being released. It claims nothing; it is litter.
+    owned = {r.get("c") for r in rows if r.get("on") is not None}
+    litter = {r["c"] for r in rows if isinstance(r.get("c"), NamedNode)} - owned
+    dead = [NamedNode(CLAIM_PREFIX + t) for t, c in _seen(rows).items() if c.dead()]
+    dead += sorted(
+        (n for n in litter if n.value.startswith(CLAIM_PREFIX) and n not in dead),
+        key=lambda n: n.value,
+    )
     if dead:
         yield Update(delete_claims(graph, dead))
     return len(dead)
