@@ -14,7 +14,7 @@ from pyoxigraph import NamedNode
 
 from rdfmem.backends.sparql.lease_steps import Claim, Row
 
-__all__ = ["Section", "SubjectLocks"]
+__all__ = ["Section", "SubjectLocks", "fences_of"]
 
 
 class SubjectLocks:
@@ -59,3 +59,24 @@ class Section:
     prefetch: list[Row] | None = None
     prefetch_for: frozenset[NamedNode] = frozenset()
     others: bool = False  # the claim's read found another client waiting
+
+    def prefetched(self, subject: NamedNode) -> list[Row] | None:
+        """The quads of ``subject`` its claim's read brought (rows of ``?pp ?po ?pg``),
+        while the section has written nothing; None when there are none to trust."""
+        if self.wrote or self.own is None or self.prefetch is None:
+            return None
+        if subject not in self.prefetch_for:
+            return None
+        return [
+            r
+            for r in self.prefetch
+            if r.get("ps") == subject and "pp" in r and "po" in r and "pg" in r
+        ]
+
+
+def fences_of(sections: Sequence[Section]) -> list[Claim]:
+    """The claims writes made in ``sections`` go under, each once."""
+    fences: list[Claim] = []
+    for section in sections:
+        fences.extend(c for c in section.fences if c not in fences)
+    return fences

@@ -60,7 +60,9 @@ request, only while the claim is live by its own clock and its fencing counter i
 the client left it, and refuses it otherwise (``LeaseExpired``, nothing written); a late,
 repeated or stale request cannot land. The client also stops trusting a lease a little
 before its end (a fifth of the ttl, at most 1 s, on a clock that counts suspend: ``clock``)
-and renews a claim of its own when a quarter of its ttl is left, so long sections go on.
+and renews a claim of its own when a quarter of its ttl is left, so long sections go on;
+an open section's claim is also renewed from a thread (``lease_keeper``) while the section
+computes without talking to the server.
 
 A read-modify-write (``Leases.exclusive``) costs three requests when nobody else wants the
 subject: insert the claim; read the claims, and with them the subject's quads when one
@@ -74,14 +76,10 @@ Three is the least on such a server for a *new* claim: the claim's insert must b
 acknowledged before the read that confirms it (two conditional updates can read one state
 and both write, the lost update measured above), and the write must follow that read.
 
-So a section under a *new* claim costs three requests, and ``Leases`` does not pay them
-every time: when nobody else wanted the subjects, it keeps the claim after the section's
-write, and its next section there costs two (one read, ``confirm``, then the write). A kept
-claim is a claim held across several sections; the argument above holds for any length
-of holding, since the holder trusts its claim only until its deadline (checked before each
-write). The confirming read adds nothing to the exclusion: it tells the holder whether
-someone waits (then the claim goes with the write) and brings the subjects' quads, which
-no other client can change meanwhile, so it need not be a snapshot.
+A claim kept after a section for the client's next one (see ``Leases``) is a claim held
+across several sections; the argument holds for any length of holding, since the holder
+trusts its claim only until its deadline (checked before each write), and the read that
+confirms a kept claim only tells whether someone waits and brings the subjects' quads.
 
 A claim may also be on a *range* (``range_node(prefix)``): every IRI starting with the
 prefix. Two claims conflict when one is on ``EVERY``, they share a subject, or one is on a
@@ -92,8 +90,9 @@ through unchanged with "a claim on S" read as "a claim conflicting with S".
 The protocol is written as generators of steps (``Select``, ``Update``, ``Sleep``) with no
 I/O (``rdfmem.backends.sparql.lease_steps``), run by ``run`` (``lease_run``); tests interleave
 several of them step by step against a local store. Beside ``Leases`` live the claims it
-keeps (``lease_kept``), its memory of contention (``lease_contention``) and its threads'
-turns and sections (``lease_local``).
+keeps (``lease_kept``), the thread renewing open sections' claims (``lease_keeper``), its
+memory of contention (``lease_contention``) and its threads' turns and sections
+(``lease_local``).
 """
 
 from __future__ import annotations
@@ -119,8 +118,9 @@ from rdfmem.backends.sparql.lease_fence import (
     send_fenced,
     started,
 )
+from rdfmem.backends.sparql.lease_keeper import Keeper
 from rdfmem.backends.sparql.lease_kept import KeptClaims
-from rdfmem.backends.sparql.lease_local import Section, SubjectLocks
+from rdfmem.backends.sparql.lease_local import Section, SubjectLocks, fences_of
 from rdfmem.backends.sparql.lease_run import Wire, run
 from rdfmem.backends.sparql.lease_steps import (
     CLAIM_PREFIX,
@@ -219,6 +219,7 @@ class Leases:
             linger_s=self.linger_ms / 1000.0, spare_s=self.ttl_ms / 2000.0, delete=self._delete
         )
         self.contention = Contention()
+        self._keeper = Keeper(self._renew)
 
     def acquire(
         self, subjects: Sequence[NamedNode], ttl_ms: int, max_wait_ms: int, label: str
@@ -333,6 +334,8 @@ class Leases:
             section = Section(fences, None, within=within)
             if missing:
                 self._claim(section, missing)
+                if section.own is not None:
+                    self._keeper.watch(section.own)
             won = clock()
             stack = self._sections()
             stack.append(section)
@@ -340,12 +343,18 @@ class Leases:
                 yield
             except BaseException:
                 stack.pop()
+                self._unwatch(section)
                 self._close(section, raise_expired=False)
                 raise
             stack.pop()
+            self._unwatch(section)
             self._close(section, raise_expired=True)
             if section.own is not None:
                 self.pace.held(clock() - won)
+
+    def _unwatch(self, section: Section) -> None:
+        if section.own is not None:
+            self._keeper.unwatch(section.own)
 
     def _claim(self, section: Section, missing: list[NamedNode]) -> None:
         """Give ``section`` a claim of its own on ``missing``: a kept one when it covers
@@ -504,16 +513,7 @@ class Leases:
         """The quads of ``subject`` read with this thread's claim on it (rows of ``?pp ?po
         ?pg``), while nothing has been written since; None when there are none to trust."""
         stack = self._active.__dict__.get("stack")
-        if not stack or stack[-1].wrote or stack[-1].own is None:
-            return None
-        section = stack[-1]
-        if section.prefetch is None or subject not in section.prefetch_for:
-            return None
-        return [
-            r
-            for r in section.prefetch
-            if r.get("ps") == subject and "pp" in r and "po" in r and "pg" in r
-        ]
+        return stack[-1].prefetched(subject) if stack else None
 
     def flush(self) -> None:
         """Send the writes this thread deferred, so that a read sees them; renew the
@@ -539,11 +539,8 @@ class Leases:
 
     def _fences(self, closing: Section | None = None) -> list[Claim]:
         """The claims this thread's writes go under (``closing``: a section just popped)."""
-        fences: list[Claim] = []
-        sections = [*self._active.__dict__.get("stack", ()), *([closing] if closing else [])]
-        for section in sections:
-            fences.extend(c for c in section.fences if c not in fences)
-        return fences
+        closed = [closing] if closing else []
+        return fences_of([*self._active.__dict__.get("stack", ()), *closed])
 
     def _keep_alive(self, claims: Sequence[Claim]) -> None:
         # A lease the caller holds (``acquire``) keeps the time to live asked for; a
@@ -555,16 +552,19 @@ class Leases:
             check(claim)
         due = [c for c in claims if c.deadline - clock() < c.ttl_ms / 4000.0 and c not in held]
         for claim in due:
-            sent = clock()
-            try:
-                self._send(renewal(self.graph, claim), write=False, fences=[claim])
-            except LeaseExpired:
-                raise expired(claim) from None
-            claim.deadline = sent + claim.ttl_ms / 1000.0 - min(claim.ttl_ms / 5000.0, 1.0)
-            # Its new end by the server's clock, for the fences to come (a failed read
-            # leaves the old one: earlier, so only stricter).
-            with suppress(StoreError):
-                learn_end(claim, self.wire.select_rows(started(self.graph, claim)))
+            self._renew(claim)
+
+    def _renew(self, claim: Claim) -> None:
+        sent = clock()
+        try:
+            self._send(renewal(self.graph, claim), write=False, fences=[claim])
+        except LeaseExpired:
+            raise expired(claim) from None
+        claim.deadline = sent + claim.ttl_ms / 1000.0 - min(claim.ttl_ms / 5000.0, 1.0)
+        # Its new end by the server's clock, for the fences to come (a failed read
+        # leaves the old one: earlier, so only stricter).
+        with suppress(StoreError):
+            learn_end(claim, self.wire.select_rows(started(self.graph, claim)))
 
     def _send(self, request: str, *, write: bool = True, fences: Sequence[Claim] = ()) -> None:
         """Send an update; when it holds a write (``write``), count it (``on_write``),
