@@ -153,3 +153,12 @@ def test_domain_history_benchmark_quick_reports_every_measure(tmp_path: Path) ->
         "| KnowledgeGraph.history(name) |",
     ):
         assert line in table
+
+
+@pytest.mark.slow
+@pytest.mark.server
+@pytest.mark.timeout(900)
+def test_changelog_hostile_quick_meets_its_checks(tmp_path: Path) -> None:
+    need(shutil.which("oxigraph") is not None, "the oxigraph server binary")
+    table = _run_quick("bench_changelog_hostile.py", tmp_path / "changelog_hostile.md")
+    assert "fresh client's (no change log): yes" in table

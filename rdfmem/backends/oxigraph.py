@@ -209,6 +209,31 @@ class OxigraphBackend(Backend):
         finally:
             self.wrote()
 
+    def apply_text(
+        self, remove: Sequence[Quad], add: Sequence[Quad], removed: str, added: str
+    ) -> None:
+        """``apply(remove, add)`` together with the SPARQL DATA blocks ``removed`` and
+        ``added`` (``GRAPH <g> { ... }`` text, "" for none: a versioned write's history,
+        ``Recorder.record_text``), in one transaction. ``remove`` and ``add`` must hold no
+        blank node."""
+        request = ""
+        if remove or removed:
+            request = f"DELETE DATA {{ {_data_block(remove)} {removed} }} ; "
+        request += f"INSERT DATA {{ {_data_block(add)} {added} }}"
+        if self.journal is None:
+            self._write_data(request)
+            return
+        with self.journal.declared(None):  # two graphs: a write of unknown scope
+            self._write_data(request)
+
+    def _write_data(self, request: str) -> None:
+        try:
+            self.store.update(request)
+        except OSError as exc:
+            raise BackingError(f"write failed: {exc}", cause=exc) from exc
+        finally:
+            self.wrote()
+
     def load(
         self,
         data: bytes,
@@ -303,14 +328,16 @@ def _has_blank_node(quads: Sequence[Quad]) -> bool:
 
 
 def _data_block(quads: Sequence[Quad]) -> str:
-    parts = []
+    """The quads as the inside of a DATA block, one ``GRAPH`` group per graph."""
+    graphs: dict[str, list[str]] = {}
     for q in quads:
-        triple = f"{q.subject} {q.predicate} {q.object} ."
-        if isinstance(q.graph_name, DefaultGraph):
-            parts.append(triple)
-        else:
-            parts.append(f"GRAPH {q.graph_name} {{ {triple} }}")
-    return " ".join(parts)
+        name = q.graph_name
+        label = "" if isinstance(name, DefaultGraph) else str(name)
+        graphs.setdefault(label, []).append(f"{q.subject} {q.predicate} {q.object} .")
+    return " ".join(
+        " ".join(triples) if not label else f"GRAPH {label} {{ {' '.join(triples)} }}"
+        for label, triples in graphs.items()
+    )
 
 
 def _edit_request(remove: Sequence[Quad], add: Sequence[Quad]) -> str:

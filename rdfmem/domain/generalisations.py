@@ -251,7 +251,7 @@ class Generalisations:
         ):
             if not self._exists(subject):
                 return False
-            self.store.sparql_update(self._delete_request(subject))
+            self.store.sparql_update(self._versioned(self._delete_request(subject), subject))
             vectors.remove(subject)
             texts.remove(subject)
         return True
@@ -280,11 +280,22 @@ class Generalisations:
             body = "\n".join(lines)
             graph = sparql_term(self.graph)
             self.store.sparql_update(
-                f"{self._delete_request(subject)} ;\nINSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}"
+                self._versioned(
+                    f"{self._delete_request(subject)} ;\n"
+                    f"INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}",
+                    subject,
+                )
             )
             vectors.put(subject, vector)
             texts.put(subject, stored.content)
         return stored
+
+    def _versioned(self, update: str, subject: NamedNode) -> str:
+        # On a store keeping history, the generalisation's version lands in the same
+        # request (``RdfStore.versioning_update``; inside the write's ``exclusive``).
+        if not self.store.keeps_history:
+            return update
+        return update + " ;\n" + self.store.versioning_update(self.graph, [subject])
 
     def _triples(
         self, subject: NamedNode, g: Generalisation, modified: datetime | None

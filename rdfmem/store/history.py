@@ -440,6 +440,68 @@ class Recorder:
                 made.append((subject.value, v.value, not state))
         return remove, add
 
+    def record_text(
+        self,
+        graph: NamedNode,
+        changes: Sequence[tuple[NamedNode, Sequence[Quad]]],
+        heads: Mapping[NamedNode, NamedNode],
+        *,
+        rename: Mapping[NamedNode, NamedNode] | None = None,
+        made: list[tuple[str, str, bool]] | None = None,
+    ) -> tuple[str, str]:
+        """``record``'s quads as SPARQL DATA text, written straight from the strings (no
+        ``Quad`` objects): ``(removed, added)``, each ``GRAPH <history> { ... }`` or "", for
+        a ``DELETE DATA`` / ``INSERT DATA`` block (``OxigraphBackend.apply_text``). The
+        same quads as ``record`` for the same stamp (``tests/test_history_text.py``)."""
+        history = history_graph(graph)
+        newest = max((h.value for h in heads.values()), key=token_of_version, default=None)
+        stamp = self.stamp(None if newest is None else time_of_version(newest))
+        token = stamp.token
+        t = token
+        when = (
+            f'"{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}:{t[11:13]}:{t[13:22]}Z"^^<{XSD_DATETIME.value}>'
+        )
+        a = f"<{stamp.activity.value}>"
+        added = [
+            f"{a} <{ENDED.value}> {when} ; <{ASSOCIATED.value}> {_agent_node(stamp.by)} ; "
+            f'<{HOUR.value}> "{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}"'
+        ]
+        if stamp.why is not None:
+            added.append(f" ; <{REASON.value}> {Literal(stamp.why)}")
+        added.append(" .")
+        removed: list[str] = []
+        names = {RDF_TYPE: HAD_TYPE, **(rename or {})}
+        for n, (subject, state) in enumerate(changes):
+            prev = heads.get(subject)
+            depth = 1 if prev is None else depth_of(prev.value)
+            tail = "" if depth is None else f"-d{depth + (prev is not None)}"
+            version = f"{VERSION_PREFIX}{token}-{n}{tail}"
+            v, s = f"<{version}>", f"<{subject.value}>"
+            added.append(
+                f" {v} <{SPECIALIZES.value}> {s} ; <{GENERATED_AT.value}> {when} ; "
+                f"<{GENERATED_BY.value}> {a}"
+            )
+            if prev is not None:
+                p = f"<{prev.value}>"
+                added.append(f" ; <{REVISION_OF.value}> {p}")
+                removed.append(f"{s} <{LATEST.value}> {p} .")
+            for q in state:
+                pred = names.get(q.predicate, q.predicate)
+                o = q.object
+                if pred == VALUE and isinstance(o, Literal):
+                    o = Literal(o.value)  # as ``record``: the JSON text as a plain string
+                added.append(f" ; <{pred.value}> {o}")
+            if not state:
+                added.append(f" ; <{RDF_TYPE.value}> <{TOMBSTONE.value}>")
+            added.append(f" . {s} <{LATEST.value}> {v} .")
+            if prev is not None:
+                added.append(f" {p} <{INVALIDATED_AT.value}> {when} .")
+            if made is not None:
+                made.append((subject.value, version, not state))
+        h = f"<{history.value}>"
+        gone = f"GRAPH {h} {{ {' '.join(removed)} }}" if removed else ""
+        return gone, f"GRAPH {h} {{ {''.join(added)} }}"
+
 
 def require(recorder: Recorder | None) -> Recorder:
     """``recorder``, or ``HistoryUnavailable`` when the store keeps no history."""

@@ -9,7 +9,7 @@ for a domain write made in SPARQL, in the operations ``versioning_update`` retur
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
@@ -36,7 +36,10 @@ from rdfmem.store.history import (
     data_graph_of,
     date_literal,
     history_graph,
+    latest_versions,
     require,
+    time_of_version,
+    token_of_version,
     utc_time,
 )
 from rdfmem.store.history_compact import compact
@@ -201,7 +204,10 @@ class HistoryMethods:
         nodes = list(dict.fromkeys(_node(s, "subject") for s in subjects))
         if not nodes:
             return ""
-        return versioning_operations(recorder, g, nodes)
+        # An embedded store (every write passes through it) reads the heads now, inside
+        # the write's section: the heads move as data, with no pattern to evaluate.
+        heads = latest_versions(self.backend, g, nodes) if self._hub is not None else None
+        return versioning_operations(recorder, g, nodes, heads)
 
     def _renames_for(self, graph: NamedNode) -> dict[NamedNode, NamedNode]:
         return {self._value_predicate: VALUE} if graph == self._kv_graph else {}
@@ -211,11 +217,24 @@ def _with(item: Any, **changes: Any) -> Any:
     return replace(item, **changes)
 
 
-def versioning_operations(recorder: Recorder, graph: NamedNode, subjects: list[NamedNode]) -> str:
+def versioning_operations(
+    recorder: Recorder,
+    graph: NamedNode,
+    subjects: list[NamedNode],
+    heads: Mapping[NamedNode, NamedNode] | None = None,
+) -> str:
     """The SPARQL Update operations of ``HistoryMethods.versioning_update``: every head
     moves first (the previous versions get their end), then one ``INSERT DATA`` of the
-    activity and the new versions, then each subject's state (or tombstone)."""
-    stamp = recorder.stamp()
+    activity and the new versions, then each subject's state (or tombstone).
+
+    ``heads``: each subject's latest version, read by the caller inside the write's
+    section (``latest_versions``): the heads then move as ``DELETE DATA`` / ``INSERT
+    DATA``, and the activity is later than each of them. None: each head is found by
+    the request itself (``DELETE … INSERT … WHERE``), as on a server."""
+    newest = None
+    if heads:
+        newest = max((h.value for h in heads.values()), key=token_of_version)
+    stamp = recorder.stamp(None if newest is None else time_of_version(newest))
     history = history_graph(graph)
     h, g = sparql_term(history), sparql_term(graph)
     when = sparql_term(date_literal(stamp.at))
@@ -224,15 +243,22 @@ def versioning_operations(recorder: Recorder, graph: NamedNode, subjects: list[N
         f"{sparql_term(q.subject)} {sparql_term(q.predicate)} {sparql_term(q.object)} ."
         for q in stamp.quads(history)
     ]
-    heads, states = [], []
+    moves, ends, states = [], [], []
     for n, subject in enumerate(subjects):
         s, v = sparql_term(subject), sparql_term(stamp.version(n))
-        heads.append(
-            f"DELETE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }} "
-            f"INSERT {{ GRAPH {h} {{ ?old <{INVALIDATED_AT.value}> {when} . "
-            f"{v} <{REVISION_OF.value}> ?old }} }} "
-            f"WHERE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }}"
-        )
+        if heads is None:
+            moves.append(
+                f"DELETE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }} "
+                f"INSERT {{ GRAPH {h} {{ ?old <{INVALIDATED_AT.value}> {when} . "
+                f"{v} <{REVISION_OF.value}> ?old }} }} "
+                f"WHERE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }}"
+            )
+        elif subject in heads:
+            old = sparql_term(heads[subject])
+            ends.append(f"{s} <{LATEST.value}> {old} .")
+            data.append(
+                f"{old} <{INVALIDATED_AT.value}> {when} . {v} <{REVISION_OF.value}> {old} ."
+            )
         data.append(
             f"{v} <{SPECIALIZES.value}> {s} ; <{GENERATED_AT.value}> {when} ; "
             f"<{GENERATED_BY.value}> {a} . {s} <{LATEST.value}> {v} ."
@@ -246,5 +272,7 @@ def versioning_operations(recorder: Recorder, graph: NamedNode, subjects: list[N
             f"WHERE {{ {{ SELECT (COUNT(*) AS ?left) WHERE {{ GRAPH {g} {{ {s} ?p ?o }} }} }} "
             f"FILTER (?left = 0) }}"
         )
+    if ends:
+        moves.append(f"DELETE DATA {{ GRAPH {h} {{ {' '.join(ends)} }} }}")
     inserted = f"INSERT DATA {{ GRAPH {h} {{ {' '.join(data)} }} }}"
-    return " ;\n".join([*heads, inserted, *states])
+    return " ;\n".join([*moves, inserted, *states])

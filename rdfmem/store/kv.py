@@ -10,6 +10,7 @@ from typing import Any, TypeAlias
 from pyoxigraph import Literal, NamedNode, Quad
 
 from rdfmem.backends.base import Backend
+from rdfmem.backends.oxigraph import OxigraphBackend
 from rdfmem.backends.sparql.lease_steps import RANGE_DELIMITERS
 from rdfmem.core.errors import IncompatibleSnapshot, InvalidKey, Unreachable
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value, loads
@@ -137,6 +138,9 @@ class KeyValue:
         #: The version index and the versions of the write in progress (an embedded store's
         #: writes hold ``backend.lock``), for ``_apply`` to note.
         self._pending: tuple[VersionIndex, list[tuple[str, str, bool]]] | None = None
+        #: The history of the write in progress as SPARQL DATA text (an embedded Oxigraph
+        #: store without retention: ``Recorder.record_text``), for ``_apply`` to send.
+        self._pending_text: tuple[str, str] | None = None
         prefix = self._codec.ns_prefix
         self._range = prefix if prefix[-1:] and prefix[-1] in RANGE_DELIMITERS else None
 
@@ -206,7 +210,7 @@ class KeyValue:
         # The history quads of a write (none without history), under its lock or lease:
         # the heads from the version index of an embedded store, else from the backend.
         recorder = self._history
-        self._pending = None
+        self._pending = self._pending_text = None
         if recorder is None or not changes:
             return [], []
         backend = self.backend
@@ -222,6 +226,13 @@ class KeyValue:
                     heads[subject] = NamedNode(chain[-1])
             made = []
             self._pending = (index, made)
+            if recorder.retention is None and isinstance(backend, OxigraphBackend):
+                # Straight to text: no ``Quad`` objects for the history (the state is
+                # the entries' quads: IRIs and literals, no blank node).
+                self._pending_text = recorder.record_text(
+                    self._kv_graph, changes, heads, rename=self._renames, made=made
+                )
+                return [], []
         gone, added = recorder.record(
             self._kv_graph, changes, heads, rename=self._renames, made=made
         )
@@ -234,7 +245,12 @@ class KeyValue:
             self.backend.apply(remove, add)
             return
         pending, self._pending = self._pending, None
-        apply_versioned(self.backend, remove, add)
+        text, self._pending_text = self._pending_text, None
+        backend = self.backend
+        if text is not None and isinstance(backend, OxigraphBackend):
+            backend.apply_text(remove, add, *text)
+        else:
+            apply_versioned(backend, remove, add)
         if pending is None:
             return
         # Recorded: the version index learns the new versions (and forgets the chains

@@ -484,13 +484,18 @@ class RemoteStore(RdfStore):
     def clear_graph(self, graph: Any) -> None:
         """Remove every triple of one graph (``DefaultGraph()`` for the default graph): one
         ``CLEAR`` request, under a lease on every subject (so no key/value read-modify-write
-        of any client runs across it), with the release and the change record in it.
+        of any client runs across it), with the release and the change record in it. With
+        history kept, the triples are deleted in one write with a tombstone version of each
+        resource, as on an embedded store.
 
         Raises:
             InvalidTerm: ``graph`` is not a graph, or is the lease graph.
             LeaseDenied: another client held a lease longer than ``lease_wait_ms``.
             Unreachable: the server did not answer.
         """
+        if self._history is not None:  # a tombstone for each resource, in the same write
+            TripleStore.clear_graph(self, graph)
+            return
         name = to_graph(graph)
         if isinstance(name, Variable):
             raise InvalidTerm("clear_graph needs a graph, not a variable")

@@ -6,7 +6,8 @@ a backend; a single pattern is answered by the backend's index directly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -14,6 +15,7 @@ from typing import Any, TypeAlias
 from pyoxigraph import (
     BlankNode,
     DefaultGraph,
+    NamedNode,
     Quad,
     QueryBoolean,
     QuerySolutions,
@@ -29,12 +31,15 @@ from rdfmem.core.guard import find_forbidden
 from rdfmem.core.results import GraphResult, Row, SelectResult
 from rdfmem.core.terms import sparql_term, to_graph, to_object, to_predicate, to_subject
 from rdfmem.store.history import HISTORY_PREFIX as _HISTORY_PREFIX
+from rdfmem.store.history_triples import triple_history
+from rdfmem.store.history_wire import apply_versioned
 
 __all__ = ["Pattern", "TripleStore", "compile_patterns"]
 
 Pattern: TypeAlias = tuple[Any, Any, Any] | tuple[Any, Any, Any, Any]
 _WILD = "__rdfmem_w"
 _GRAPH = "__rdfmem_g"
+_MAX_LOCKED = 100  # subjects a versioned write locks one by one; past it, the whole store
 QueryResult: TypeAlias = SelectResult | bool | GraphResult
 
 
@@ -162,8 +167,8 @@ class TripleStore:
             InvalidTerm: a slot is not a term of its position, or is a variable.
         """
         quad = self._quad(s, p, o, graph)
-        with self.backend.lock:
-            self.backend.apply([], [quad])
+        with self._section([quad]):
+            self._edit([], [quad])
 
     def assert_many(self, triples: Iterable[Sequence[Any]], graph: Any = None) -> int:
         """Add many triples ``(s, p, o)`` or quads ``(s, p, o, g)`` in one atomic step;
@@ -185,18 +190,18 @@ class TripleStore:
             quads.append(
                 self._quad(item[0], item[1], item[2], item[3] if len(item) == 4 else graph)
             )
-        with self.backend.lock:
-            self.backend.apply([], quads)
+        with self._section(quads):
+            self._edit([], quads)
         return len(quads)
 
     def retract(self, s: Any, p: Any, o: Any, graph: Any = None) -> bool:
         """Remove a triple from ``graph`` (the default graph when None); True if it was there."""
         quad = self._quad(s, p, o, graph)
-        with self.backend.lock:
+        with self._section([quad]):
             found = list(self.backend.match(*_slots(quad)))
             if not found:
                 return False
-            self.backend.apply(found, [])
+            self._edit(found, [])
         return True
 
     def clear_graph(self, graph: Any) -> None:
@@ -204,8 +209,36 @@ class TripleStore:
         name = to_graph(graph)
         if isinstance(name, Variable):
             raise InvalidTerm("clear_graph needs a graph, not a variable")
-        with self.backend.lock:
-            self.backend.apply(list(self.backend.match(None, None, None, name)), [])
+        with self._section(None):
+            self._edit(list(self.backend.match(None, None, None, name)), [])
+
+    def _section(self, quads: Sequence[Quad] | None) -> AbstractContextManager[Any]:
+        # The write lock; on a store keeping history, the write's section over the
+        # subjects it versions (``exclusive``: also across processes and clients, so the
+        # heads read in it stay the heads), or over the whole store (None, or many).
+        if getattr(self, "_history", None) is None:
+            return self.backend.lock
+        subjects = list(
+            dict.fromkeys(q.subject for q in quads or () if isinstance(q.subject, NamedNode))
+        )
+        whole = quads is None or len(subjects) > _MAX_LOCKED
+        return self.backend.exclusive([] if whole else subjects)
+
+    def _edit(self, remove: list[Quad], add: list[Quad]) -> None:
+        # ``backend.apply``, with a version of each resource it changes when the store
+        # keeps history (``rdfmem.store.history_triples``), in the same write.
+        recorder = getattr(self, "_history", None)
+        if recorder is None:
+            self.backend.apply(remove, add)
+            return
+        renames: Callable[[NamedNode], Mapping[NamedNode, NamedNode]] = getattr(
+            self, "_renames_for", lambda graph: {}
+        )
+        gone, added = triple_history(self.backend, recorder, remove, add, renames)
+        if not gone and not added:
+            self.backend.apply(remove, add)
+            return
+        apply_versioned(self.backend, [*remove, *gone], [*add, *added])
 
     def triples(self, graph: Any = None) -> Iterator[Quad]:
         """The quads of one graph, or of every graph when None: read at the call, so the

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.vectors import VectorSet
 
-__all__ = ["Follower", "Following", "following", "text_follower"]
+__all__ = ["Follower", "Following", "following", "text_follower", "text_followers"]
 
 #: ``(graph, subject, vector)`` of stored vectors (or ``(graph, subject, text)`` of texts).
 Entries = Iterator[tuple[str, str, Any]]
@@ -65,6 +65,12 @@ def text_follower(store: Any, name: str) -> Follower | None:
                 backend, name, max_age(backend), make=lambda g: KeywordSet((g,), name)
             )
         return found
+
+
+def text_followers(store: Any) -> list[Follower]:
+    """Every text follower (``text_follower``) of ``store``'s backend made so far."""
+    with _texts_lock:
+        return list(_texts.get(store.backend, {}).values())
 
 
 class Following:

@@ -1,0 +1,305 @@
+"""Reading the change log as input from strangers (issue 22, item 6): the query a look
+sends, the update that prunes what no rdfmem client writes, and what a look's rows mean.
+
+Any SPARQL client of a shared server may write the change log. So a look reads one row per
+*triple* of the records in its window (never graphs x subjects), at most ``MAX_CHANGE_ROWS``
+of them, and leaves out the large records this client has already read (``skip``: the
+parsed position it keeps). A record is *trusted* when it is shaped as ``log_change`` writes
+it: an ``urn:rdfmem:change:`` IRI, one ``xsd:dateTime`` no later than the server's clock
+(plus the slack), and either ``changedUnknown true`` or IRIs of graphs (with IRIs of at most
+``MAX_LOGGED_SUBJECTS`` subjects when it names one graph). Any other record is read as "the
+graphs it names (IRIs) changed in any way", "every graph may have changed" when it says
+``changedUnknown`` in any spelling, and nothing when it names neither; nothing in the log
+makes a reader raise. A record that cannot be an rdfmem client's (a blank node or foreign
+IRI for its name, no readable date in the window) is pruned, and so are the unreadable
+dates of the others; a record that could be an rdfmem record tampered with is left until it
+ages out, since another reader may not have seen it yet.
+
+Pure functions, no I/O; every term is written with ``sparql_term``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyoxigraph import DefaultGraph, Literal, NamedNode
+
+from rdfmem.backends.sparql.lease_steps import instant
+from rdfmem.backends.sparql.text import (
+    CHANGED_AT,
+    CHANGED_GRAPH,
+    CHANGED_SUBJECT,
+    CHANGED_UNKNOWN,
+    DEFAULT_GRAPH_LABEL,
+    MAX_CHANGE_ROWS,
+    MAX_LOGGED_SUBJECTS,
+    PRUNED_BEFORE,
+    Changes,
+)
+from rdfmem.core.errors import BackingError
+from rdfmem.core.terms import sparql_term
+
+__all__ = [
+    "MAX_SKIPPED",
+    "Look",
+    "Record",
+    "look_query",
+    "prune_query",
+    "read_look",
+]
+
+_XSD_DATETIME = "<http://www.w3.org/2001/XMLSchema#dateTime>"
+_XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
+_LOG_NODE = "urn:rdfmem:changes"
+_CHANGE_PREFIX = "urn:rdfmem:change:"
+#: At most this many records already read are left out of a look by name, the largest
+#: first (the query stays small).
+MAX_SKIPPED = 256
+
+
+def _instant_of(term: Any) -> float | None:
+    """Seconds since the epoch of an ``xsd:dateTime`` literal; None for anything else."""
+    if not isinstance(term, Literal) or term.datatype.value != _XSD_DATETIME[1:-1]:
+        return None
+    try:
+        return instant(term.value)
+    except (BackingError, ValueError, OverflowError):
+        return None
+
+
+def _iri(angled: str) -> str:
+    return angled[1:-1]
+
+
+def look_query(
+    log: NamedNode, since: str, skip: Sequence[str] = (), limit: int = MAX_CHANGE_ROWS
+) -> str:
+    """The query for every triple of the records dated at or after ``since`` (an
+    ``xsd:dateTime`` text), except those named in ``skip``; the log's horizon; the server's
+    ``NOW()``. At most ``limit + 1`` rows: a reader can tell the answer was cut.
+
+    >>> q = look_query(NamedNode("urn:log"), "2026-01-01T00:00:00.000Z", ["urn:rdfmem:change:a"])
+    >>> "NOT IN (<urn:rdfmem:change:a>)" in q and "LIMIT 5001" in q
+    True
+    """
+    g = sparql_term(log)
+    names = list(skip)[:MAX_SKIPPED]
+    left_out = (
+        f" && ?c NOT IN ({', '.join(sparql_term(NamedNode(n)) for n in names)})" if names else ""
+    )
+    # The cap sits in a sub-select: a client that pages a long answer (Virtuoso's) appends
+    # its own ORDER BY / LIMIT / OFFSET after the outer query.
+    # The server's clock is a row of its own (not a column of every row).
+    return (
+        "SELECT ?c ?p ?o ?now WHERE { { BIND(NOW() AS ?now) } UNION "
+        f"{{ SELECT DISTINCT ?c ?p ?o WHERE {{ GRAPH {g} {{ "
+        f'{{ ?c {CHANGED_AT} ?at FILTER(?at >= "{since}"^^{_XSD_DATETIME}{left_out}) ?c ?p ?o }} '
+        f"UNION {{ <{_LOG_NODE}> {PRUNED_BEFORE} ?o BIND(<{_LOG_NODE}> AS ?c) "
+        f"BIND({PRUNED_BEFORE} AS ?p) }} }} }} LIMIT {limit + 1} }} }}"
+    )
+
+
+def prune_query(log: NamedNode, before: str, after: str) -> str:
+    """The update forgetting what no rdfmem client wrote or needs: records named by a blank
+    node or a foreign IRI, records with no readable date between ``before`` and ``after``
+    (too old, from the future, or not a date), and the unreadable dates of the others; and
+    noting ``before`` as the log's horizon (a reader whose cursor is older reads everything).
+
+    >>> day = "2026-01-01T00:00:00Z"
+    >>> "COALESCE" in prune_query(NamedNode("urn:log"), day, day)
+    True
+    """
+    g = sparql_term(log)
+    low, high = f'"{before}"^^{_XSD_DATETIME}', f'"{after}"^^{_XSD_DATETIME}'
+
+    def readable(var: str) -> str:  # a date in [low, high]; false for anything else
+        return f"COALESCE({var} >= {low} && {var} <= {high}, false)"
+
+    foreign = f'isBlank(?c) || !STRSTARTS(STR(?c), "{_CHANGE_PREFIX}")'
+    unreadable = f"GROUP BY ?c HAVING(SUM(IF({readable('?at')}, 1, 0)) = 0)"
+
+    def whole_records(chosen: str) -> str:  # the records are chosen first, then deleted
+        return (
+            f"DELETE {{ GRAPH {g} {{ ?c ?p ?o }} }} WHERE {{ {{ SELECT {chosen} }} "
+            f"GRAPH {g} {{ ?c ?p ?o }} }} ; "
+        )
+
+    return (
+        whole_records(
+            f"DISTINCT ?c WHERE {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at FILTER({foreign}) }} }}"
+        )
+        + whole_records(f"?c WHERE {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at }} }} {unreadable}")
+        + f"DELETE {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at }} }} WHERE {{ GRAPH {g} {{ "
+        f"?c {CHANGED_AT} ?at FILTER(!{readable('?at')}) }} }} ; "
+        f"DELETE WHERE {{ GRAPH {g} {{ <{_LOG_NODE}> {PRUNED_BEFORE} ?x }} }} ; "
+        f"INSERT DATA {{ GRAPH {g} {{ <{_LOG_NODE}> {PRUNED_BEFORE} {low} }} }}"
+    )
+
+
+@dataclass
+class Record:
+    """The triples of one record, as a look read them."""
+
+    dates: list[Any] = field(default_factory=list)
+    graphs: list[Any] = field(default_factory=list)
+    subjects: list[Any] = field(default_factory=list)
+    unknown: list[Any] = field(default_factory=list)
+    rows: int = 0
+    chars: int = 0
+
+    def trusted(self, name: Any, now: float, slack_s: float) -> bool:
+        """Shaped as ``log_change`` writes it, dated no later than ``now + slack_s``."""
+        if not isinstance(name, NamedNode) or not name.value.startswith(_CHANGE_PREFIX):
+            return False
+        if len(self.dates) != 1:
+            return False
+        moment = _instant_of(self.dates[0])
+        if moment is None or moment > now + slack_s:
+            return False
+        if self.unknown:
+            return not self.graphs and not self.subjects and all(_true(u) for u in self.unknown)
+        if not self.graphs or not all(isinstance(t, NamedNode) for t in self.graphs):
+            return False
+        if not self.subjects:
+            return True
+        return (
+            len(self.graphs) == 1
+            and len(self.subjects) <= MAX_LOGGED_SUBJECTS
+            and all(isinstance(t, NamedNode) for t in self.subjects)
+        )
+
+    def prunable(self, name: Any, now: float, slack_s: float) -> bool:
+        """What ``prune_query`` removes: a foreign name, or a date that is not readable or
+        lies in the future."""
+        if not isinstance(name, NamedNode) or not name.value.startswith(_CHANGE_PREFIX):
+            return True
+        moments = [_instant_of(d) for d in self.dates]
+        return any(m is None or m > now + slack_s for m in moments)
+
+    def latest(self) -> float | None:
+        moments = [m for m in (_instant_of(d) for d in self.dates) if m is not None]
+        return max(moments, default=None)
+
+
+def _true(term: Any) -> bool:
+    return (
+        isinstance(term, Literal)
+        and term.datatype.value == _XSD_BOOLEAN
+        and term.value in ("true", "1")
+    )
+
+
+_FIELDS = {
+    _iri(CHANGED_AT): "dates",
+    _iri(CHANGED_GRAPH): "graphs",
+    _iri(CHANGED_SUBJECT): "subjects",
+    _iri(CHANGED_UNKNOWN): "unknown",
+}
+
+
+@dataclass(frozen=True)
+class Look:
+    """A look's reading: the changes, the records it read (``read``: name -> latest date
+    and size, to leave them out of the next looks), and whether the log holds what
+    ``prune_query`` removes (``prune``)."""
+
+    changes: Changes
+    read: dict[str, tuple[float, int]]
+    prune: bool
+
+
+def _records(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[Any, Record], list[Any]]:
+    records: dict[Any, Record] = {}
+    horizons: list[Any] = []
+    for row in rows:
+        name, predicate, value = row.get("c"), row.get("p"), row.get("o")
+        if name is None or not isinstance(predicate, NamedNode) or value is None:
+            continue
+        if predicate.value == _iri(PRUNED_BEFORE) and getattr(name, "value", "") == _LOG_NODE:
+            horizons.append(value)
+            continue
+        record = records.setdefault(name, Record())
+        record.rows += 1
+        record.chars += len(getattr(value, "value", ""))
+        kind = _FIELDS.get(predicate.value)
+        if kind is not None:
+            getattr(record, kind).append(value)
+    return records, horizons
+
+
+def read_look(
+    rows: Sequence[Mapping[str, Any]],
+    cursor: tuple[float, frozenset[str]] | None,
+    slack_s: float,
+    server_default: bool,
+    limit: int = MAX_CHANGE_ROWS,
+) -> Look:
+    """The answer of ``look_query`` as ``Changes`` (records not seen before; the next
+    cursor ``slack_s`` before the server's ``NOW()``, with the records since then)."""
+    since = 0.0 if cursor is None else cursor[0]
+    seen = frozenset() if cursor is None else cursor[1]
+    clocks = [_instant_of(r["now"]) for r in rows if "now" in r]
+    now = max((c for c in clocks if c is not None), default=None) or time.time()
+    everything = cursor is None
+    prune = cut = len(rows) > limit
+    if cut:  # cut at the cap: the details are not all here
+        everything = True
+        rows = rows[:limit]
+    records, horizons = _records(rows)
+    horizon = since
+    for value in horizons:
+        moment = _instant_of(value)
+        if moment is None or moment > now + slack_s:  # a horizon nobody can use
+            prune = everything = True
+        else:
+            horizon = max(horizon, moment)
+    if len(horizons) > 1:
+        prune = True  # one horizon, written by prune_query, is all the log should hold
+    if cursor is not None and horizon > since:
+        everything = True  # records the cursor needed were pruned
+    graphs: set[NamedNode | DefaultGraph] = set()
+    pairs: set[tuple[NamedNode | DefaultGraph, NamedNode]] = set()
+    whole: set[NamedNode | DefaultGraph] = set()
+    recent: set[str] = set()
+    read: dict[str, tuple[float, int]] = {}
+
+    def named(graph: NamedNode) -> NamedNode | DefaultGraph:
+        default = server_default and graph.value == DEFAULT_GRAPH_LABEL
+        return DefaultGraph() if default else graph
+
+    for name, record in records.items():
+        prune = prune or record.prunable(name, now, slack_s)
+        key = name.value if isinstance(name, NamedNode) else f"_:{getattr(name, 'value', '')}"
+        latest = record.latest()
+        if latest is None or latest >= now - slack_s:
+            recent.add(key)
+        if isinstance(name, NamedNode):  # (a blank node cannot be left out by name)
+            read[key] = (now if latest is None else latest, 100 * record.rows + record.chars)
+        if key in seen:
+            continue
+        iris = [named(g) for g in record.graphs if isinstance(g, NamedNode)]
+        graphs.update(iris)
+        if record.trusted(name, now, slack_s):
+            if record.unknown:
+                everything = True
+            elif record.subjects:
+                pairs.update((iris[0], s) for s in record.subjects)
+            else:
+                whole.update(iris)
+            continue
+        # Not an rdfmem client's record: what it names may have changed in any way.
+        if record.unknown:
+            everything = True
+        whole.update(iris)
+    changes = Changes(
+        (now - slack_s, frozenset(recent)),
+        frozenset(graphs),
+        everything,
+        frozenset(p for p in pairs if p[0] not in whole),
+        frozenset(whole),
+        prune,
+    )
+    return Look(changes, read, prune)
