@@ -16,7 +16,10 @@ spawns fresh processes (``cold_child.py``):
 * the floor: ``import pyoxigraph``, ``Store(path)`` on the same folder and one SPARQL query
   (rdfmem's own ``active_goals`` text), rows read.
 
-Each figure is given as p50 / p99 / slowest over the repetitions; none is left out. The OS
+Each figure is given as p50 / p99 / slowest over the repetitions; none is left out. Memory
+held is reported beside them: the ``turn`` process's resident bytes (heap and mapped files
+apart) and the index file's length, its size on disk and its sections by kind (bytes per
+memory for vectors and keywords, per node for the decision graph). The OS
 file cache is warm (the store was just built or read): a fresh process, not a cold disk.
 How the store is built: memories bulk-loaded, nodes and edges through ``add_nodes`` /
 ``add_edges``, then one search, one ``active_goals`` and 10 turns through the API before it
@@ -103,6 +106,31 @@ def oxigraph_folder(folder: Path) -> Path | None:
     return None
 
 
+def _sizes(saved: dict[str, Any]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for section in saved.get("sections", ()):
+        size = len(section.data) + sum(memoryview(b).nbytes for b in section.buffers)
+        sizes[section.kind] = sizes.get(section.kind, 0) + size
+    return sizes
+
+
+def section_bytes(folder: Path) -> dict[str, int]:
+    """Bytes of the saved indexes by kind (vectors, keywords, graphs), read from the index
+    file without consuming it (its pickles and arrays, room to grow included)."""
+    import mmap
+
+    from rdfmem.backends import indexfile
+
+    path = folder / indexfile.INDEX_FILE
+    if not path.is_file():
+        return {}
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        saved = indexfile.unpack(mm, indexfile.fingerprint(folder))
+        sizes = _sizes(saved or {})
+        del saved  # its views of the mapping, before the mapping closes
+    return sizes
+
+
 def spawn(args: list[str], timeout: float) -> tuple[float, dict[str, Any]]:
     """Run a fresh child; (the time.time() of the spawn, its JSON line)."""
     spawned = time.time()
@@ -137,6 +165,8 @@ def measure(n: int, repeat: int, cache: Path, rebuild: bool, timeout: float) -> 
     runs: dict[str, list[float]] = {}
     warm: list[float] = []
     rss: list[int] = []
+    anon: list[int] = []
+    mapped: list[int] = []
 
     def add(name: str, value: float) -> None:
         runs.setdefault(name, []).append(value)
@@ -158,6 +188,8 @@ def measure(n: int, repeat: int, cache: Path, rebuild: bool, timeout: float) -> 
         add("turn_ratio", out["first_turn_s"] / turns.p50)
         warm.extend(out["warm_turns_s"])
         rss.append(out["rss_bytes"])
+        anon.append(out.get("rss_anon_bytes", 0))
+        mapped.append(out.get("rss_file_bytes", 0))
         if raw is not None:
             spawned, out = spawn(["floor", str(raw), "0", str(query)], timeout)
             add("floor_import_s", out["import_s"])
@@ -166,7 +198,15 @@ def measure(n: int, repeat: int, cache: Path, rebuild: bool, timeout: float) -> 
             add("floor_spawn_to_answer_s", out["answered_at"] - spawned)
         print(n, rep, {k: round(v[-1], 4) for k, v in runs.items()}, flush=True)
     disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    sections = section_bytes(folder)
+    index_file = folder / "rdfmem.indexes"
+    index = index_file.stat() if index_file.is_file() else None
     return {
+        "index_bytes": 0 if index is None else index.st_size,
+        "index_disk": 0 if index is None else index.st_blocks * 512,
+        "sections": sections,
+        "anon": max(anon),
+        "mapped": max(mapped),
         "n": n,
         "info": info,
         "runs": {k: Latencies.of(v) for k, v in runs.items()},
@@ -204,7 +244,20 @@ def report(
             f"Built once in {r['info']['build_s']:.0f} s; {r['disk'] / 1e6:,.0f} MB on disk "
             f"({r['disk'] / (2 * n):,.0f} bytes per memory or node); the `turn` process "
             f"held at most {r['rss'] / 1e6:,.0f} MB resident after its turns "
-            f"({r['rss'] / (2 * n):,.0f} bytes per memory or node).",
+            f"({r['rss'] / (2 * n):,.0f} bytes per memory or node): "
+            f"{r['anon'] / 1e6:,.0f} MB on the heap, {r['mapped'] / 1e6:,.0f} MB of mapped "
+            "files read (the index file's pages and the libraries; the OS can drop them and "
+            "read them again).",
+            "",
+            f"The index file (`rdfmem.indexes`, written at close, memory-mapped at open): "
+            f"{r['index_bytes'] / 1e6:,.0f} MB long, {r['index_disk'] / 1e6:,.0f} MB on disk "
+            f"(its room to grow is left as holes): {r['index_disk'] / (2 * n):,.0f} bytes per "
+            "memory or node. Saved indexes, with their room to grow: "
+            + ", ".join(
+                f"{kind} {size / n:,.0f} bytes per {'node' if kind == 'graphs' else 'memory'}"
+                for kind, size in sorted(r["sections"].items())
+            )
+            + ".",
             "",
             "| measure (ms) | p50 | p99 | slowest |",
             "|---|---:|---:|---:|",

@@ -10,7 +10,7 @@ Three measurements, each with real processes (``process_child.py``, driven over 
   owner) runs agent turns (``workload.py``) while a second one (attached) is open and idle,
   then the attached one while the owner idles, then both in alternation; every turn counted
   from the first. The attached process's p50, p99 and slowest against the owner's (target:
-  ≤ 2x).
+  ≤ 2x), and the requests a turn sends to the owner (median).
 * **two MCP servers**: two ``rdfmem mcp STORE`` stdio servers on one folder; each adds
   ``--observations`` (40) observations to one entity, both at the same time; then each reads
   the entity back. Expected: 80 kept, and each server sees all 80.
@@ -157,6 +157,7 @@ def attached_turns(folder: Path, n: int, turns: int, timeout: float) -> dict[str
     out: dict[str, Any] = {"n": n, "turns": turns, "load_s": time.perf_counter() - t0}
     children = {"owner": Child(), "attached": Child()}
     seconds: dict[tuple[str, str], list[float]] = {}
+    requests: dict[tuple[str, str], list[int]] = {}
     errors: dict[str, str] = {}
     plan = {"owner": ["owner"], "attached": ["attached"], "both": ["owner", "attached"]}
     try:
@@ -174,6 +175,7 @@ def attached_turns(folder: Path, n: int, turns: int, timeout: float) -> dict[str
                     done = children[name].ask(f"turn {first_id}", timeout)
                     if done["ok"]:
                         seconds.setdefault((phase, name), []).append(done["seconds"])
+                        requests.setdefault((phase, name), []).append(done.get("requests", 0))
                     else:
                         errors[name] = f"{phase}, turn {i + 1}: {done['error']}"
     finally:
@@ -181,6 +183,7 @@ def attached_turns(folder: Path, n: int, turns: int, timeout: float) -> dict[str
             child.stop()
     out["errors"] = errors
     out["lat"] = {k: Latencies.of(v) for k, v in seconds.items()}
+    out["requests"] = {k: sorted(v)[len(v) // 2] for k, v in requests.items()}
     print("turns", {k: v.summary()["p50_ms"] for k, v in out["lat"].items()}, errors, flush=True)
     return out
 
@@ -223,16 +226,18 @@ def turns_table(t: dict[str, Any]) -> list[str]:
         f"{t['turns']} turns per process in each phase, in this order, every one counted. "
         "Milliseconds:",
         "",
-        "| phase | process | turns | first | p50 | p99 | slowest |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| phase | process | turns | requests to the owner (median per turn) | first | p50 "
+        "| p99 | slowest |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for (phase, name), run in lat.items():
+        sent = t.get("requests", {}).get((phase, name), "—")
         lines.append(
-            f"| {PHASES[phase]} | {name} | {run.n} | {ms(run.first)} | {ms(run.p50)} | "
+            f"| {PHASES[phase]} | {name} | {run.n} | {sent} | {ms(run.first)} | {ms(run.p50)} | "
             f"{ms(run.p99)} | {ms(run.slowest)} |"
         )
     for name, error in t["errors"].items():
-        lines.append(f"| {name} failed | {error[:300]} | | | | | |")
+        lines.append(f"| {name} failed | {error[:300]} | | | | | | |")
     pairs = [("owner", "attached"), ("both", "both")]
     ratios = []
     for (po, pa), label in zip(pairs, ("each alone", "in alternation"), strict=True):

@@ -123,7 +123,7 @@ def run(stored: int, turns: int, rounds: int) -> list[str]:
     server = OxigraphServer(tmp)
     server.start()
     try:
-        setup = server.connect(change_log=True)
+        setup = server.connect(change_log=True, timeout=900)  # one large load request
         t0 = time.perf_counter()
         preload(setup, stored)
         load_s = time.perf_counter() - t0

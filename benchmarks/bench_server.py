@@ -3,14 +3,19 @@
 Both servers hold the same data on disk (subjects x 5 triples) and answer the same mix of
 point queries ``SELECT ?o WHERE { <urn:ex:sN> <urn:ex:p> ?o }`` (N random) with SPARQL JSON,
 and of two-pattern joins (``<urn:ex:sN> <urn:ex:next> ?n . ?n <urn:ex:p> ?o``). rdfmem serve
-answers a point query on a worker thread and evaluates every other read in a forked child
-process it can kill at the time limit; a third server, rdfmem with that isolation turned off
-(``isolate=False``, not a CLI option), shows what the child process costs per query.
-from the same load generator: ``wrk`` when it is installed (``apt-get install wrk``), else a
-pool of Python threads with httpx (which then limits both servers alike, and says so).
-Each server is measured with one connection (latency-bound) and with several (throughput).
+answers a point query on its event loop (a bounded amount of work) and every other read in
+the sandbox, a kept child process it can kill at the time limit; rdfmem with that isolation
+turned off (``isolate=False``, not a CLI option) shows what the child process costs per
+query. All from the same load generator: ``wrk`` when it is installed (``apt-get install
+wrk``) and ``--python-client`` is not given, else processes of Python threads with httpx
+(which then costs more CPU per answer than either server, on the same cores, and says so).
+Each server is measured with one connection (latency-bound) and with several (throughput),
+every server in turn, ``--rounds`` times; each row also gives the server's CPU per answer
+(its processes and their children), the load average is reported at the start and the end.
 
-Run: ``python benchmarks/bench_server.py [--quick]``; writes ``benchmarks/results/server.md``.
+Run: ``python benchmarks/bench_server.py [--quick] [--python-client] [--rounds N]
+[--seconds S] [--only readers,rdfmem] [--connections 8]``; a full run writes
+``benchmarks/results/server.md`` (a ``--quick`` one a temporary file).
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ class Result:
     p99_ms: float
     slowest_ms: float
     errors: int
+    cpu_us: float = float("nan")  # server CPU (the process and its children) per answer
+    round: int = 1
 
 
 def free_port() -> int:
@@ -126,7 +133,10 @@ _FORK_PER_READ = (
 )
 
 
-#: Reader processes of ``rdfmem serve --workers N`` (one per core, at most 4).
+#: The servers, in the order they are measured (``--only`` picks some).
+SERVER_KEYS = ("oxigraph", "rdfmem", "readers", "forking", "threads")
+
+#: Reader processes of ``rdfmem serve --workers N`` measured by default (``--readers``).
 READERS = max(1, min(4, os.cpu_count() or 1))
 _WITH_READERS = (
     "import sys; from rdfmem import RdfStore; from rdfmem.server import serve; "
@@ -135,13 +145,14 @@ _WITH_READERS = (
 )
 
 
-READERS_NAME = f"rdfmem serve, {READERS} readers"
+def readers_name(count: int) -> str:
+    return f"rdfmem serve, {count} reader{'s' if count > 1 else ''}"
 
 
-def start_rdfmem_readers(store: Path, port: int) -> subprocess.Popen[bytes]:
-    """rdfmem serve with ``READERS`` reader processes on one socket (read-only opens)."""
+def start_rdfmem_readers(store: Path, port: int, count: int) -> subprocess.Popen[bytes]:
+    """rdfmem serve with ``count`` reader processes on one socket (read-only opens)."""
     return subprocess.Popen(
-        [sys.executable, "-c", _WITH_READERS, str(store), str(port), str(READERS)],
+        [sys.executable, "-c", _WITH_READERS, str(store), str(port), str(count)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -208,7 +219,9 @@ def _ms(text: str) -> float:
     return value * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}[unit]
 
 
-def run_wrk(url: str, connections: int, seconds: int, subjects: int, script: Path) -> tuple:
+def run_wrk(
+    url: str, connections: int, seconds: int, subjects: int, script: Path
+) -> tuple[float, float, float, float, int]:
     threads = min(2, connections)
     base, path = url.rsplit("/", 1)
     out = subprocess.run(
@@ -255,7 +268,6 @@ def _client_process(url: str, threads: int, seconds: float, subjects: int, kind:
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
-    stop = time.monotonic() + seconds
 
     def worker(n: int) -> None:
         import random
@@ -264,6 +276,8 @@ def _client_process(url: str, threads: int, seconds: float, subjects: int, kind:
         mine: list[float] = []
         failed = 0
         with httpx.Client(headers={"Accept": ACCEPT}) as client:
+            # Timed from here: making a client takes a while on a busy machine.
+            stop = time.monotonic() + seconds
             while time.monotonic() < stop:
                 start = time.perf_counter()
                 try:
@@ -285,7 +299,9 @@ def _client_process(url: str, threads: int, seconds: float, subjects: int, kind:
     return latencies, errors[0]
 
 
-def run_python(url: str, connections: int, seconds: int, subjects: int, kind: str) -> tuple:
+def run_python(
+    url: str, connections: int, seconds: int, subjects: int, kind: str
+) -> tuple[float, float, float, float, int]:
     """Load from up to ``CLIENT_PROCESSES`` processes, the connections spread over them."""
     import concurrent.futures
     import multiprocessing
@@ -302,9 +318,27 @@ def run_python(url: str, connections: int, seconds: int, subjects: int, kind: st
     elapsed = float(seconds)  # each process sent requests for exactly this long
     latencies = sorted(x for part, _ in parts for x in part)
     errors = sum(e for _, e in parts)
+    if not latencies:
+        return 0.0, float("nan"), float("nan"), float("nan"), errors
     p50 = statistics.median(latencies) * 1e3
     p99 = latencies[int(len(latencies) * 0.99) - 1] * 1e3
     return len(latencies) / elapsed, p50, p99, latencies[-1] * 1e3, errors
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by process ``pid`` and its descendants still alive."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return total / tick
 
 
 def _http_stack() -> str:
@@ -318,8 +352,28 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     parser.add_argument("--python-client", action="store_true", help="do not use wrk")
+    parser.add_argument("--seconds", type=int, help="seconds per measurement")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="passes over every server, interleaved"
+    )
+    parser.add_argument(
+        "--only",
+        help="servers to measure besides oxigraph serve, by key: "
+        + ",".join(k for k in SERVER_KEYS if k != "oxigraph"),
+    )
+    parser.add_argument("--connections", help="connection counts, e.g. 8 or 1,8")
+    parser.add_argument(
+        "--readers", default=str(READERS), help="reader process counts to measure, e.g. 1,2"
+    )
     args = parser.parse_args()
+    readers = [int(c) for c in args.readers.split(",")]
+    levels: tuple[int, ...]
     subjects, seconds, levels = (2000, 2, (1, 8)) if args.quick else (20000, 10, (1, 8))
+    if args.seconds:
+        seconds = args.seconds
+    if args.connections:
+        levels = tuple(int(c) for c in args.connections.split(","))
+    only = {"oxigraph", *(args.only.split(",") if args.only else SERVER_KEYS)}
     if shutil.which("oxigraph") is None:
         sys.exit("needs the oxigraph server CLI (pip install oxigraph)")
     use_wrk = shutil.which("wrk") is not None and not args.python_client
@@ -342,61 +396,117 @@ def main() -> None:
 
     with RdfStore.open(tmp / "rdfmem-forking") as store:
         store.load(data)
-    with RdfStore.open(tmp / "rdfmem-readers") as store:
-        store.load(data)
+    for count in readers:
+        with RdfStore.open(tmp / f"rdfmem-readers-{count}") as store:
+            store.load(data)
 
-    ox_port, rm_port, th_port, fk_port = free_port(), free_port(), free_port(), free_port()
-    rd_port = free_port()
-    ox_proc = start_oxigraph(tmp / "oxigraph", ox_port)
-    rm_proc = start_rdfmem(tmp / "rdfmem", rm_port)
-    th_proc = start_rdfmem_threads(tmp / "rdfmem-threads", th_port)
-    fk_proc = start_rdfmem_forking(tmp / "rdfmem-forking", fk_port)
-    rd_proc = start_rdfmem_readers(tmp / "rdfmem-readers", rd_port)
-    servers = [
-        ("oxigraph serve", f"http://127.0.0.1:{ox_port}/query", ox_proc),
-        ("rdfmem serve", f"http://127.0.0.1:{rm_port}/sparql", rm_proc),
-        (READERS_NAME, f"http://127.0.0.1:{rd_port}/sparql", rd_proc),
-        ("rdfmem, fork per read", f"http://127.0.0.1:{fk_port}/sparql", fk_proc),
-        ("rdfmem, no child process", f"http://127.0.0.1:{th_port}/sparql", th_proc),
-    ]
+    starts = {
+        "oxigraph": ("oxigraph serve", "/query", start_oxigraph, "oxigraph"),
+        "rdfmem": ("rdfmem serve", "/sparql", start_rdfmem, "rdfmem"),
+        "forking": ("rdfmem, fork per read", "/sparql", start_rdfmem_forking, "rdfmem-forking"),
+        "threads": ("rdfmem, no child process", "/sparql", start_rdfmem_threads, "rdfmem-threads"),
+    }
+    servers = []
+    for key in SERVER_KEYS:
+        if key not in only:
+            continue
+        if key == "readers":
+            for count in readers:
+                port = free_port()
+                folder = tmp / f"rdfmem-readers-{count}"
+                proc = start_rdfmem_readers(folder, port, count)
+                servers.append((readers_name(count), f"http://127.0.0.1:{port}/sparql", proc))
+            continue
+        name, path, start, where = starts[key]
+        port = free_port()
+        servers.append((name, f"http://127.0.0.1:{port}{path}", start(tmp / where, port)))
     results: list[Result] = []
+    load_start = os.getloadavg()[0]
+    print(f"load average at the start: {load_start:.1f}")
     try:
         for _, url, proc in servers:
             wait_ready(url, proc)
             check_answers(url, subjects)
-        for kind in QUERIES:
-            for connections in levels:
-                for name, url, _ in servers:  # interleaved, so load drifts hit all alike
-                    if use_wrk:
-                        run_wrk(url, connections, 1, subjects, scripts[kind])  # warm-up
-                        measured = run_wrk(url, connections, seconds, subjects, scripts[kind])
-                    else:
-                        run_python(url, connections, 1, subjects, kind)
-                        measured = run_python(url, connections, seconds, subjects, kind)
-                    results.append(Result(name, kind, connections, *measured))
-                    print(
-                        f"{name:25} {kind:5} c={connections}: {measured[0]:8.0f} req/s  "
-                        f"p50 {measured[1]:.2f} ms  p99 {measured[2]:.2f} ms  "
-                        f"slowest {measured[3]:.1f} ms  errors {measured[4]}"
-                    )
+        for round_ in range(1, args.rounds + 1):
+            for kind in QUERIES:
+                for connections in levels:
+                    for name, url, proc in servers:  # interleaved: load drifts hit all alike
+                        if use_wrk:
+                            run_wrk(url, connections, 1, subjects, scripts[kind])  # warm-up
+                        else:
+                            run_python(url, connections, 1, subjects, kind)
+                        before = tree_cpu(proc.pid)
+                        if use_wrk:
+                            measured = run_wrk(url, connections, seconds, subjects, scripts[kind])
+                        else:
+                            measured = run_python(url, connections, seconds, subjects, kind)
+                        answers = max(1.0, measured[0] * seconds)
+                        cpu_us = (tree_cpu(proc.pid) - before) / answers * 1e6
+                        rps, p50, p99, slowest, errors = measured
+                        results.append(
+                            Result(
+                                name,
+                                kind,
+                                connections,
+                                rps,
+                                p50,
+                                p99,
+                                slowest,
+                                errors,
+                                cpu_us,
+                                round_,
+                            )
+                        )
+                        print(
+                            f"r{round_} {name:25} {kind:5} c={connections}: "
+                            f"{measured[0]:8.0f} req/s  p50 {measured[1]:.2f} ms  "
+                            f"p99 {measured[2]:.2f} ms  slowest {measured[3]:.1f} ms  "
+                            f"errors {measured[4]}  server CPU {cpu_us:.0f} us/answer  "
+                            f"(load {os.getloadavg()[0]:.1f})",
+                            flush=True,
+                        )
     finally:
         for _, _, proc in servers:
             proc.terminate()
             proc.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
+    for line in ratio_lines(results):
+        print(line)
     write_report(
         results,
         subjects,
         seconds,
         "wrk" if use_wrk else f"{CLIENT_PROCESSES} Python processes of threads + httpx",
         args.quick,
+        (load_start, os.getloadavg()[0]),
     )
 
 
+def ratio_lines(results: list[Result]) -> list[str]:
+    """Each rdfmem server's rate over Oxigraph's, per query and connections: every round's
+    ratio (against Oxigraph's rate in the same round) and their median."""
+    base = {(r.query, r.connections, r.round): r for r in results if r.server == "oxigraph serve"}
+    ratios: dict[tuple[str, str, int], list[float]] = {}
+    for r in results:
+        ox = base.get((r.query, r.connections, r.round))
+        if r.server != "oxigraph serve" and ox is not None and ox.rps:
+            ratios.setdefault((r.server, r.query, r.connections), []).append(r.rps / ox.rps)
+    return [
+        f"- {server}, {query}, {connections} connection(s): "
+        f"{statistics.median(values):.2f}x (rounds: {', '.join(f'{v:.2f}' for v in values)})"
+        for (server, query, connections), values in ratios.items()
+    ]
+
+
 def write_report(
-    results: list[Result], subjects: int, seconds: int, client: str, quick: bool
+    results: list[Result],
+    subjects: int,
+    seconds: int,
+    client: str,
+    quick: bool,
+    load: tuple[float, float],
 ) -> None:
-    by = {(r.server, r.query, r.connections): r for r in results}
+    by = {(r.server, r.query, r.connections, r.round): r for r in results}
     lines = [
         "# Serving: SELECT requests per second",
         "",
@@ -407,31 +517,33 @@ def write_report(
         f"against every server, {seconds} s per measurement after a 1 s warm-up, load "
         f"generator: {client}.",
         "",
-        "rdfmem serve answers point queries on a worker thread; every other read runs in the "
+        "rdfmem serve answers point queries on its event loop; every other read runs in the "
         "sandbox: a child process kept from one read to the next until a write, killed at "
         "the time limit and capped in memory (`rdfmem.store.sandbox`). `rdfmem, fork per "
         "read` forks a child for each such read instead (the server before the sandbox, "
         "`sandbox='fork'`); `rdfmem, no child process` has isolation off (`isolate=False`); "
-        f"`{READERS_NAME}` is `serve(store, workers={READERS})`: {READERS} reader processes "
-        "on the one listening socket, each with a read-only open of the store reopened when "
+        "`rdfmem serve, N readers` is `serve(store, workers=N)` (`rdfmem serve --workers N`): "
+        "N reader processes on the one listening socket, each with a read-only open of the store reopened when "
         "the owner's write generation moves, the owner keeping the writes "
         "(`rdfmem.server.fleet`).",
         "",
-        "| query | server | connections | requests/s | p50 ms | p99 ms | slowest ms | errors "
-        "| vs oxigraph serve |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| round | query | server | connections | requests/s | p50 ms | p99 ms | slowest ms "
+        "| errors | server CPU µs/answer | vs oxigraph serve |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
-        base = by.get(("oxigraph serve", r.query, r.connections))
+        base = by.get(("oxigraph serve", r.query, r.connections, r.round))
         ratio = r.rps / base.rps if base else float("nan")
         lines.append(
-            f"| {r.query} | {r.server} | {r.connections} | {r.rps:,.0f} | {r.p50_ms:.2f} "
-            f"| {r.p99_ms:.2f} | {r.slowest_ms:.1f} | {r.errors} | {ratio:.2f}x |"
+            f"| {r.round} | {r.query} | {r.server} | {r.connections} | {r.rps:,.0f} "
+            f"| {r.p50_ms:.2f} | {r.p99_ms:.2f} | {r.slowest_ms:.1f} | {r.errors} "
+            f"| {r.cpu_us:.0f} | {ratio:.2f}x |"
         )
+    lines += ["", "Ratios to oxigraph serve (median over rounds):", "", *ratio_lines(results)]
     costs = []
     for connections in sorted({r.connections for r in results}):
-        child = by.get(("rdfmem serve", "join", connections))
-        thread = by.get(("rdfmem, no child process", "join", connections))
+        child = by.get(("rdfmem serve", "join", connections, 1))
+        thread = by.get(("rdfmem, no child process", "join", connections, 1))
         if child and thread and child.rps and thread.rps:
             costs.append(
                 f"{connections} connection(s): {child.rps / thread.rps:.2f}x the requests/s "
@@ -443,15 +555,17 @@ def write_report(
         "Targets (issue 23): rdfmem serve at least 0.8x Oxigraph server's rate on point "
         "queries and on joins at 8 connections.",
         "",
-        "Cost of the child process per (join) query: " + "; ".join(costs) + ". Forking "
-        "holds the GIL, so non-point reads are bounded by the fork rate of the server process "
-        "(its size and the machine); that is the price of a query that can be killed.",
+        "Cost of the child process per (join) query: "
+        + ("; ".join(costs) or "not measured")
+        + ". The kept child answers over a pipe the event loop waits on; `fork per read` is "
+        "bounded by the fork rate of the server process (its size and the machine).",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores (load average "
-        f"{os.getloadavg()[0]:.1f} at the end), Python {platform.python_version()}, "
+        f"{load[0]:.1f} at the start, {load[1]:.1f} at the end), Python "
+        f"{platform.python_version()}, "
         f"uvicorn with {_http_stack()}. The load generator runs on the same cores as the "
-        "servers; rdfmem serve is one Python process (one core for Python, the GIL), while "
-        "Oxigraph server answers on every core.",
+        "servers; rdfmem serve is one Python process (one core for Python, the GIL) unless it "
+        "has reader processes, while Oxigraph server answers on every core.",
         "",
     ]
     out = write_results(ROOT / "results" / "server.md", "\n".join(lines), quick=quick)

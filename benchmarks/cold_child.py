@@ -34,6 +34,22 @@ def resident() -> int:
         return 0
 
 
+def resident_parts() -> dict[str, int]:
+    """Resident bytes by kind (``/proc/self/status``): anonymous (the heap: Python objects,
+    arrays copied or written) and file-backed (mapped files read: the index file's pages,
+    which the OS can drop and read again, and the libraries)."""
+    parts = {"RssAnon": 0, "RssFile": 0}
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                name, _, value = line.partition(":")
+                if name in parts:
+                    parts[name] = int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"rss_anon_bytes": parts["RssAnon"], "rss_file_bytes": parts["RssFile"]}
+
+
 def floor(store_path: str, query_file: str) -> dict[str, float]:
     out: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -87,6 +103,7 @@ def rdfmem(kind: str, store_path: str, first_id: int) -> dict[str, object]:
     out["first_turn_s"] = seconds[0]
     out["warm_turns_s"] = seconds[1:]
     out["rss_bytes"] = resident()
+    out.update(resident_parts())
     store.close()
     return out
 

@@ -5,7 +5,8 @@ Commands (one a line; each answered by one JSON line on stdout, ``{"ok": false, 
 
 * ``open PATH``: ``RdfStore.open(PATH)``; answers the seconds it took;
 * ``updates N``: ``N`` x ``store.update("counter", +1)``; answers each call's seconds;
-* ``turn I``: one agent turn (``workload.rdfmem_turn``) with ids from ``I``; its seconds;
+* ``turn I``: one agent turn (``workload.rdfmem_turn``) with ids from ``I``; its seconds,
+  and the requests it sent to the owner (an attached process; 0 in the owner);
 * ``get KEY``: the value under ``KEY``;
 * ``close``: closes the store. End of input closes it too and exits.
 """
@@ -29,6 +30,7 @@ from rdfmem import RdfStore
 def main() -> None:
     store: RdfStore | None = None
     turn: Callable[[int], None] | None = None
+    sent: list[int] = []  # the requests an attached process sent to the owner in a turn
     for line in sys.stdin:
         command, _, argument = line.strip().partition(" ")
         reply: dict[str, Any] = {"ok": True}
@@ -39,6 +41,9 @@ def main() -> None:
                 store = RdfStore.open(argument)
                 reply["seconds"] = time.perf_counter() - t0
                 turn = rdfmem_turn(store, random.Random(argument))
+                client = getattr(store.backend, "client", None)  # an attached process's
+                if client is not None:
+                    client.event_hooks["request"].append(lambda _: sent.append(1))
             elif command == "updates":
                 assert store is not None, "open first"
                 for _ in range(int(argument)):
@@ -48,9 +53,11 @@ def main() -> None:
                 reply["seconds"] = seconds
             elif command == "turn":
                 assert turn is not None, "open first"
+                sent.clear()
                 t0 = time.perf_counter()
                 turn(int(argument))
                 reply["seconds"] = time.perf_counter() - t0
+                reply["requests"] = len(sent)
             elif command == "get":
                 assert store is not None, "open first"
                 reply["value"] = store.get(argument)

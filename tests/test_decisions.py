@@ -573,3 +573,30 @@ def test_the_vocabulary_declares_every_term_in_use() -> None:
         assert (rm[name + "Status"], rdflib.SKOS.inScheme, rm.DecisionStatusScheme) in vocab
     for term in ("status", "rationale", "metadata", "confidence", "edgeType", "fromNode", "toNode"):
         assert (rm[term], label, None) in vocab, term
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_graph_built_through_its_writes_is_indexed_from_the_first_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_disk: bool
+) -> None:
+    """Nodes and edges added to a new store are indexed as they are written, so the first
+    ``active_goals`` after building a large graph reads nothing again (issue 21: it read
+    the whole graph back, seconds at 20,000 nodes)."""
+    store = RdfStore.open(tmp_path / "db") if on_disk else RdfStore()
+    graph = DecisionGraph(store)
+    graph.add_nodes(
+        Node(id=f"n{i}", type="goal" if i % 10 == 0 else "decision", label=f"node {i}")
+        for i in range(300)
+    )
+    graph.add_edges(
+        {"from_id": f"n{i}", "to_id": f"n{i + 1}", "type": "leads_to"} for i in range(299)
+    )
+
+    def read_whole(self: DecisionGraph) -> None:
+        raise AssertionError("the graph was read again whole")
+
+    monkeypatch.setattr(DecisionGraph, "_read_whole", read_whole)
+    goals = graph.query("active_goals")
+    assert {node.id for node in goals} == {f"n{i}" for i in range(0, 300, 10)}
+    assert ids(graph.query("descendants", node_id="n297")) == ["n298", "n299"]
+    store.close()

@@ -7,6 +7,15 @@ the owner over the Unix socket in the store's folder (``rdfmem.backends.owner``)
 (``rdfmem.backends.filelocks``), not leases: sections of the owner and of every attached
 process exclude each other, and a process killed inside one blocks nobody.
 
+**What a request costs.** The wire is HTTP/1.1 written and read straight on the socket
+(``rdfmem.backends.unixhttp``: httpx's own transport cost more than the owner's answer).
+Indexes learn what changed from the notes this process holds
+(``rdfmem.backends.attached_changes``): its writes' answers bring the owner's journal
+notes and the triples of the subjects they name, and the owner's published mark tells
+when another process wrote; so a process working alone sends its reads and writes, and no
+request to learn what changed, and reads back a key/value entry or a decision node it wrote
+without asking (``known_quads``).
+
 **Takeover.** When the owner goes away (closed, or killed), the next request of an
 attached process finds no one at the socket; it then opens the store's files itself and
 becomes the owner (serving the others), or, when another process got there first, waits
@@ -22,20 +31,23 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pyoxigraph import DefaultGraph, NamedNode, Quad
+from pyoxigraph import NamedNode, Quad
 
-from rdfmem.backends.base import Backend
+from rdfmem.backends.attached_changes import Replica, changes
+from rdfmem.backends.base import Backend, Graph, Object, Subject
 from rdfmem.backends.filelocks import SubjectFileLocks
 from rdfmem.backends.journal import Declarations, declared_scope, scope_of_quads
-from rdfmem.backends.owner import CLOSING, SCOPE_PARAM, reachable, socket_path
+from rdfmem.backends.journal_mark import MarkReader
+from rdfmem.backends.owner import CLOSING, SCOPE_PARAM, SINCE_PARAM, reachable, socket_path
 from rdfmem.backends.sparql.client import SparqlBackend
 from rdfmem.backends.sparql.text import Changes
+from rdfmem.backends.unixhttp import UnixHTTPTransport
 from rdfmem.core.errors import StoreAlreadyOpen
 
 __all__ = ["AttachedBackend", "open_shared"]
@@ -95,6 +107,8 @@ class AttachedBackend(SparqlBackend):
         self._owned: Any = None  # the OxigraphBackend this process opened on takeover
         self._takeover = threading.Lock()
         self._declarations = Declarations()  # what this thread's updates change
+        self._replica = Replica()  # the journal's notes this process holds
+        self._mark = MarkReader(self.path)  # the owner's last generation
         self.reattach()
         super().__init__(
             OWNER_URL, transport=_Failover(self), snapshot_reads=True, lease_linger_ms=0, **options
@@ -116,10 +130,16 @@ class AttachedBackend(SparqlBackend):
             super().apply(remove, add)
 
     def send_update(self, sparql: str, extra: Mapping[str, str] | None = None) -> None:
+        form = {"update": sparql, **(extra or {})}
         scope = self._declarations.current()
         if scope is not None:
-            extra = {**(extra or {}), SCOPE_PARAM: json.dumps([scope[0], scope[1]])}
-        super().send_update(sparql, extra)
+            form[SCOPE_PARAM] = json.dumps([scope[0], scope[1]])
+        asked = self._replica.since_param()
+        form[SINCE_PARAM] = asked  # the journal's notes come back with the answer
+        response = self._post(self.update_url, form, "*/*", "update")
+        if response.status_code == 200:
+            with contextlib.suppress(ValueError):
+                self._replica.adopt(response.json(), asked)
 
     def changes_since(
         self,
@@ -128,21 +148,79 @@ class AttachedBackend(SparqlBackend):
         slack_s: float = 60.0,
         retention_s: float = 3600.0,
     ) -> Changes:
-        """What changed since ``cursor`` (None: everything), from the owner's journal:
-        one small request (``rdfmem.backends.journal``)."""
+        """What changed since ``cursor`` (None: everything), from the owner's journal: from
+        the notes this process holds when the owner's mark says they are the latest
+        (``rdfmem.backends.attached_changes``), else one small request."""
+        if cursor is None:  # everything, as of the latest notes held when they are current
+            now = self._replica.current(self._mark.read())
+            if now is not None:
+                return Changes((float(now[1]), frozenset({now[0]})), frozenset(), True)
+        else:
+            epoch, since = next(iter(cursor[1]), ""), int(cursor[0])
+            found = self._replica.answer(epoch, since, self._mark.read())
+            if found is not None:
+                return found
+            asked = self._replica.stale(self._mark.read())
+            if asked:  # bring the notes held up to date: what changed since their head
+                head_epoch, _, head = asked.partition(" ")
+                news = self._journal(head_epoch, int(head))
+                self._replica.adopt(news, asked)
+                latest = (str(news.get("epoch", "")), int(news.get("generation", -1)))
+                found = self._replica.answer(epoch, since, latest)
+                if found is not None:
+                    return found
         epoch = next(iter(cursor[1]), "") if cursor is not None else ""
         since = int(cursor[0]) if cursor is not None else -1
+        found_json = self._journal(epoch, since)
+        if cursor is None and not self._replica.since_param():
+            self._replica.adopt(found_json, "")
+        mark = (
+            float(found_json.get("generation", -1)),
+            frozenset({str(found_json.get("epoch", ""))}),
+        )
+        if cursor is None or found_json.get("everything", True):
+            return Changes(mark, frozenset(), True)
+        whole = {str(g) for g in found_json.get("whole", [])}
+        subjects = {(str(g), str(s)) for g, s in found_json.get("subjects", [])}
+        return changes(mark, whole, subjects)
+
+    def known_quads(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> list[Quad] | None:
+        """Every triple of ``subjects`` in ``graph`` as the store holds them now, when this
+        process knows them from the owner's journal answers (no write since named them);
+        else None: read the store."""
+        self.leases.flush()
+        pairs = [(graph.value, s.value) for s in subjects]
+        return self._replica.known(pairs, self._mark.read())
+
+    def match(
+        self,
+        subject: Subject | None = None,
+        predicate: NamedNode | None = None,
+        object: Object | None = None,
+        graph: Graph | None = None,
+    ) -> Iterator[Quad]:
+        """As any SPARQL client; a subject of a named graph whose triples this process
+        knows (``known_quads``: a key/value entry or a node it wrote) is read here."""
+        if isinstance(subject, NamedNode) and isinstance(graph, NamedNode):
+            known = self.known_quads(graph, [subject])
+            if known is not None:
+                return iter(
+                    [
+                        q
+                        for q in known
+                        if (predicate is None or q.predicate == predicate)
+                        and (object is None or q.object == object)
+                    ]
+                )
+        return super().match(subject, predicate, object, graph)
+
+    def _journal(self, epoch: str, since: int) -> dict[str, Any]:
+        """The owner's answer to ``GET /changes`` (``everything`` when it had none)."""
         response = self.client.get(
             OWNER_URL.rsplit("/", 1)[0] + "/changes", params={"epoch": epoch, "since": since}
         )
-        found = response.json() if response.status_code == 200 else {}
-        mark = (float(found.get("generation", -1)), frozenset({str(found.get("epoch", ""))}))
-        if cursor is None or found.get("everything", True):
-            return Changes(mark, frozenset(), True)
-        whole = frozenset(_graph(g) for g in found.get("whole", []))
-        subjects = frozenset((_graph(g), NamedNode(s)) for g, s in found.get("subjects", []))
-        graphs = frozenset(whole | {g for g, _ in subjects})
-        return Changes(mark, graphs, False, subjects, whole)
+        found: dict[str, Any] = response.json() if response.status_code == 200 else {}
+        return found
 
     @property
     def owner(self) -> bool:
@@ -192,16 +270,13 @@ class AttachedBackend(SparqlBackend):
             return
         super().close()
         self._locks.close()
+        self._mark.close()
         owned, self._owned = self._owned, None
         if owned is not None:
             owned.close()
 
     def __repr__(self) -> str:
         return f"AttachedBackend({str(self.path)!r})"
-
-
-def _graph(name: str) -> NamedNode | DefaultGraph:
-    return DefaultGraph() if name == "" else NamedNode(name)
 
 
 def _reads_only(request: httpx.Request) -> bool:
@@ -215,7 +290,7 @@ class _Failover(httpx.BaseTransport):
 
     def __init__(self, backend: AttachedBackend) -> None:
         self._backend = backend
-        self._inner = httpx.HTTPTransport(uds=str(backend.socket))
+        self._inner = UnixHTTPTransport(str(backend.socket))
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         for _ in range(20):

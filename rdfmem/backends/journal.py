@@ -18,6 +18,7 @@ than the notes kept, is told that everything may have changed.
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -25,6 +26,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from pyoxigraph import DefaultGraph, NamedNode, Quad
+
+from rdfmem.backends.journal_mark import MarkWriter
 
 __all__ = ["Declarations", "Journal", "Scope", "declared_scope", "scope_of_quads"]
 
@@ -91,12 +94,34 @@ class Journal(Declarations):
         self._oldest = 0  # notes cover every generation after this one
         #: Held while a write's generation is counted and noted (``OxigraphBackend.wrote``).
         self.lock = threading.Lock()
+        self._mark: MarkWriter | None = None
+
+    def publish(self, folder: str | os.PathLike[str]) -> None:
+        """From now on, publish the last generation in the folder's ``rdfmem.changes``
+        with every note (``rdfmem.backends.journal_mark``), starting with the current one.
+
+        Raises:
+            OSError: the file cannot be made.
+        """
+        mark = MarkWriter(folder)
+        with self.lock:
+            self._mark = mark
+            mark.write(self.epoch, self._generations[-1] if self._generations else self._oldest)
+
+    def unpublish(self) -> None:
+        """Stop publishing (the owner stops serving)."""
+        with self.lock:
+            mark, self._mark = self._mark, None
+        if mark is not None:
+            mark.close()
 
     def note(self, generation: int, scope: Scope | None) -> None:
         """Note that the write that made ``generation`` changed ``scope`` (under ``lock``,
         with the count: notes stay in order)."""
         self._generations.append(generation)
         self._scopes.append(scope)
+        if self._mark is not None:
+            self._mark.write(self.epoch, generation)
         if len(self._generations) > 2 * self.keep:
             cut = len(self._generations) - self.keep
             self._oldest = self._generations[cut - 1]

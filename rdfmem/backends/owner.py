@@ -14,6 +14,14 @@ with kept-alive connections, and a thread per connection suits a handful of loca
 The protocol is the one ``rdfmem serve`` and every SPARQL server speak, so an attached
 process is an ordinary remote client.
 
+What changed: the owner answers ``GET /changes?epoch=&since=`` with its journal's notes
+(``rdfmem.backends.journal``), and an update that carries ``rdfmem-since`` (``SINCE_PARAM``)
+with the same notes, its own write included, instead of an empty 204: the writer's indexes
+need no request of their own to learn them. Both answers carry the triples of the few
+subjects they name (``values_of``), so the reader knows them without asking. The journal's
+last generation is also published in ``rdfmem.changes`` in the store's folder
+(``rdfmem.backends.journal_mark``), so a reader asks only when another process wrote.
+
 Who may attach: the socket file is made with mode 0600 (only the owner's user can connect)
 before it takes its name. Every update runs under the owner's write lock, so the owner's
 read-side indexes notice it as they notice any write they were not told about (its
@@ -36,17 +44,27 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from pyoxigraph import (
+    BlankNode,
     NamedNode,
     QueryBoolean,
     QueryResultsFormat,
     QuerySolutions,
     QueryTriples,
     RdfFormat,
+    serialize,
 )
 
 from rdfmem.backends.base import Backend
 
-__all__ = ["CLOSING", "SCOPE_PARAM", "SOCKET_NAME", "OwnerServer", "reachable", "socket_path"]
+__all__ = [
+    "CLOSING",
+    "SCOPE_PARAM",
+    "SINCE_PARAM",
+    "SOCKET_NAME",
+    "OwnerServer",
+    "reachable",
+    "socket_path",
+]
 
 SOCKET_NAME = "rdfmem.sock"
 #: A socket's path must fit in ``sockaddr_un.sun_path`` (108 bytes on Linux, 104 on macOS).
@@ -54,6 +72,14 @@ _MAX_SOCKET_PATH = 100
 SERVER_HEADER = "rdfmem-owner (Oxigraph)"
 #: The form parameter of an update that carries what it changes (``_scope``).
 SCOPE_PARAM = "rdfmem-scope"
+#: The form parameter of an update asking for the journal's notes since ``epoch generation``
+#: in its answer (a JSON body, as ``GET /changes`` answers).
+SINCE_PARAM = "rdfmem-since"
+#: The most subjects, quads of one subject, and characters a journal answer carries the
+#: triples of (``values_of``).
+VALUE_SUBJECTS = 16
+VALUE_QUADS = 256
+VALUE_BYTES = 64_000
 #: The body of the 503 a closing owner answers: nothing was run, send it to the next owner.
 CLOSING = b"rdfmem owner closing"
 
@@ -87,6 +113,7 @@ class OwnerServer:
 
     def __init__(self, backend: Backend, folder: str | os.PathLike[str]) -> None:
         self.backend = backend
+        self.folder = Path(folder)
         self.path = socket_path(folder)
         self._server: _UnixServer | None = None
         self._thread: threading.Thread | None = None
@@ -107,6 +134,10 @@ class OwnerServer:
         with contextlib.suppress(FileNotFoundError):
             staging.unlink()
         handler = _handler_for(self)
+        journal = getattr(self.backend, "journal", None)
+        if journal is not None:
+            # Before anyone can attach: a reader never takes an old owner's mark for ours.
+            journal.publish(self.folder)
         server = _UnixServer(str(staging), handler, bind_and_activate=False)
         try:
             # Mode 0600 before the socket takes its name: no other user can ever connect.
@@ -148,6 +179,9 @@ class OwnerServer:
         server.server_close()
         with self._quiet:
             self._quiet.wait_for(lambda: self.busy == 0, timeout=wait_s)
+        journal = getattr(self.backend, "journal", None)
+        if journal is not None:
+            journal.unpublish()
 
     def enter(self) -> bool:
         """Count a request in; False when the owner is closing."""
@@ -225,7 +259,11 @@ class _Handler(BaseHTTPRequestHandler):
                 declared = contextlib.nullcontext() if journal is None else journal.declared(scope)
                 with self.store.lock, declared:
                     self.store.update(params["update"][0])
-                self._answer(204, "text/plain", b"")
+                found = self._notes(journal, params.get(SINCE_PARAM))
+                if found is None:
+                    self._answer(204, "text/plain", b"")
+                else:
+                    self._answer(200, "application/json", found)
                 return
             default = [NamedNode(g) for g in params.get("default-graph-uri", [])]
             named = [NamedNode(g) for g in params.get("named-graph-uri", [])]
@@ -241,6 +279,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._answer(200, media, data)
 
+    def _notes(self, journal: Any, since: list[str] | None) -> bytes | None:
+        """The journal's notes since the writer last looked, its write included (its
+        indexes then need no request of their own to learn them), or None."""
+        if journal is None or since is None:
+            return None
+        try:
+            found = _journal_since(journal, since[0])
+            found["values"] = values_of(self.store, found)
+            return json.dumps(found).encode("utf-8")
+        except Exception:  # the write was made: it is never answered as failed
+            return None
+
     def _changes(self, params: dict[str, list[str]]) -> None:
         journal = getattr(self.store, "journal", None)
         try:
@@ -252,6 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
             found = {"epoch": "", "generation": self.store.generation, "everything": True}
         else:
             found = journal.since(epoch, since)
+            found["values"] = values_of(self.store, found)
         self._answer(200, "application/json", json.dumps(found).encode("utf-8"))
 
     def _answer(self, status: int, media: str, data: bytes) -> None:
@@ -261,6 +312,46 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if data:
             self.wfile.write(data)
+
+
+def values_of(store: Backend, found: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The triples, now, of the subjects a journal answer names (N-Quads by graph and
+    subject), when they are few and small: the reader then knows them without asking.
+
+    Read after the notes, so they are as of the answer's generation or later (a write under
+    way may show early; its note, later, tells the reader to forget them). A subject with
+    a blank node is left out (a reader cannot name it again)."""
+    pairs = found.get("subjects", []) if not found.get("everything", True) else []
+    if not pairs or len(pairs) > VALUE_SUBJECTS:
+        return {}
+    values: dict[str, dict[str, str]] = {}
+    size = 0
+    for graph, subject in pairs:
+        if not graph:
+            continue
+        try:  # names an attached process sent: a bad one is left out, never an error
+            quads = list(store.match(NamedNode(subject), None, None, NamedNode(graph)))
+        except (TypeError, ValueError):
+            continue
+        if len(quads) > VALUE_QUADS or any(isinstance(q.object, BlankNode) for q in quads):
+            continue
+        text = (serialize(quads, format=RdfFormat.N_QUADS) or b"").decode("utf-8")
+        size += len(text)
+        if size > VALUE_BYTES:
+            break
+        values.setdefault(graph, {})[subject] = text
+    return values
+
+
+def _journal_since(journal: Any, text: str) -> dict[str, Any]:
+    """The journal's notes after ``epoch generation`` (``SINCE_PARAM``'s value)."""
+    epoch, _, generation = text.partition(" ")
+    try:
+        since = int(generation)
+    except ValueError:
+        since = -1
+    found: dict[str, Any] = journal.since(epoch, since)
+    return found
 
 
 def _scope(text: str) -> tuple[str, tuple[str, ...] | None] | None:

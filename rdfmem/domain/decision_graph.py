@@ -71,12 +71,12 @@ class DecisionGraph(DecisionReader):
                 yield None
                 return
             with hub.writing([self.graph]):
-                index = hub.known_graph_index(self.graph)
-                if index is not None and not hub.fresh(index.seen, (self.graph,)):
-                    index = None
+                # Kept from the first write on (as the memories' indexes): a graph built
+                # through add_nodes / add_edges is indexed as it grows, so its first query
+                # reads nothing again.
+                index = self._fresh_index(hub)
                 yield index
-                if index is not None:
-                    index.seen = hub.generation
+                index.seen = hub.generation
 
     def _put(self, index: GraphIndex | None, iri: str, node: Node) -> None:
         if index is not None:
@@ -320,14 +320,36 @@ class DecisionGraph(DecisionReader):
             raise DecisionGraphError(f"invalid change to node {node.id!r}: {exc}") from exc
 
     def _check_edge(self, edge: Edge) -> None:
-        if self._has(self._edge_iri(edge.id), q.RM_EDGE_TYPE):
+        iri = self._edge_iri(edge.id)
+        ends = [self._node_iri(end) for end in (edge.from_id, edge.to_id)]
+        if self.store.capabilities.embedded:  # three lookups in this process
+            found = {i for i in ends if self._has(i, q.RM_STATUS)}
+            clash = self._has(iri, q.RM_EDGE_TYPE)
+        else:  # one request for the three
+            found, clash = self._present(iri, ends)
+        if clash:
             raise DecisionGraphError(f"an edge with id {edge.id!r} already exists")
-        for end in (edge.from_id, edge.to_id):
-            if not self._has(self._node_iri(end), q.RM_STATUS):
+        for end, end_iri in zip((edge.from_id, edge.to_id), ends, strict=True):
+            if end_iri not in found:
                 raise DecisionGraphError(
                     f"edge {edge.id!r} goes {edge.from_id!r} -> {edge.to_id!r}, "
                     f"but there is no node {end!r}"
                 )
+
+    def _present(self, edge_iri: str, node_iris: Sequence[str]) -> tuple[set[str], bool]:
+        """Which of ``node_iris`` are stored nodes, and whether the edge ``edge_iri`` is
+        stored, in one query (the IRIs are minted, escaped, by ``_node_iri``/``_edge_iri``)."""
+        pairs = " ".join(
+            [f"(<{edge_iri}> {q.RM_EDGE_TYPE})", *(f"(<{i}> {q.RM_STATUS})" for i in node_iris)]
+        )
+        sparql = (
+            f"SELECT DISTINCT ?s ?p WHERE {{ GRAPH <{self.graph}> {{ "
+            f"VALUES (?s ?p) {{ {pairs} }} ?s ?p ?o }} }}"
+        )
+        rows = [(row["s"].value, row["p"].value) for row in self._rows(sparql)]
+        edge_type = q.RM_EDGE_TYPE[1:-1]
+        nodes = {s for s, p in rows if p != edge_type}
+        return nodes, any(s == edge_iri and p == edge_type for s, p in rows)
 
     def _insert_edge(self, edge: Edge) -> str:
         iri = self._edge_iri(edge.id)

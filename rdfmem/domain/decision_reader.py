@@ -42,8 +42,9 @@ from rdfmem.domain.decision_models import (
 )
 from rdfmem.domain.embeddings import PATCH_LIMIT
 from rdfmem.store.history_reads import Version
-from rdfmem.store.indexes import GraphIndex
+from rdfmem.store.indexes import GraphIndex, IndexHub
 from rdfmem.store.indexes.graph_follow import NodeRow, graph_follower, patch_subjects
+from rdfmem.store.known_rows import subject_rows
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["DecisionReader"]
@@ -90,15 +91,20 @@ class DecisionReader:
                 yield follower.fresh(self.graph, self._read_whole, self._read_some)
             return
         with hub.reading():
-            index = hub.graph_index(self.graph)
-            if not hub.fresh(index.seen, (self.graph,)):
-                changed = hub.changed(index.seen, (self.graph,))
-                if changed is None or len(changed) > PATCH_LIMIT:
-                    self._rebuild(index)
-                else:  # another process's writes, subject by subject (the journal)
-                    patch_subjects(index, sorted(s for _, s in changed), self._read_some)
-                index.seen = hub.generation
-            yield index
+            yield self._fresh_index(hub)
+
+    def _fresh_index(self, hub: IndexHub) -> GraphIndex:
+        # The graph's index brought up to date (call under the write lock): read again
+        # whole after a write that bypassed it, or subject by subject (the journal).
+        index = hub.graph_index(self.graph)
+        if not hub.fresh(index.seen, (self.graph,)):
+            changed = hub.changed(index.seen, (self.graph,))
+            if changed is None or len(changed) > PATCH_LIMIT:
+                self._rebuild(index)
+            else:  # another process's writes, subject by subject (the journal)
+                patch_subjects(index, sorted(s for _, s in changed), self._read_some)
+            index.seen = hub.generation
+        return index
 
     def _rebuild(self, index: GraphIndex) -> None:
         index.rebuild(*self._read_whole())
@@ -112,10 +118,25 @@ class DecisionReader:
         # The nodes among ``iris`` and the links leaving them.
         nodes: list[NodeRow] = []
         links: list[tuple[str, str, int]] = []
+        bit = _BIT_OF_PROPERTY
         for i in range(0, len(iris), 500):
             chunk = iris[i : i + 500]
-            nodes += self._node_rows(q.nodes_query(self.graph, chunk))
-            links += self._link_rows(q.links_from_query(self.graph, chunk))
+            # One request for both (a remote or attached store pays per request): rows of
+            # the first half bind ``?node``, rows of the second ``?source``.
+            both = (
+                f"SELECT * WHERE {{ {{ {q.nodes_query(self.graph, chunk)} }} UNION "
+                f"{{ {q.links_from_query(self.graph, chunk)} }} }}"
+            )
+            # An attached process may know those subjects' triples: read here, then.
+            subjects = [NamedNode(i) for i in chunk]
+            for row in subject_rows(self.store, self._graph_term, subjects, both):
+                if row.get("node") is not None:
+                    node = node_from_row(row)
+                    nodes.append((row["node"].value, node.type, node.status, node_age(node), node))
+                else:
+                    links.append(
+                        (row["source"].value, row["target"].value, bit[row["property"].value])
+                    )
         return nodes, links
 
     def _node_rows(self, sparql: str) -> list[NodeRow]:

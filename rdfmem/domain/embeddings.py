@@ -47,6 +47,7 @@ from rdfmem.core.errors import InvalidValue
 from rdfmem.core.ontology import RDFMEM
 from rdfmem.core.terms import sparql_term
 from rdfmem.store.indexes import IndexHub, VectorSet
+from rdfmem.store.known_rows import subject_rows
 
 if TYPE_CHECKING:
     from rdfmem.store.rdfstore import RdfStore
@@ -451,6 +452,7 @@ class VectorIndex:
             f"SELECT ?s ?v WHERE {{ GRAPH ?g {{ VALUES ?s {{ {values} }} "
             f"?s {sparql_term(self.predicate)} ?v }} FILTER(?g = {g}) }}",
             graph,
+            subjects,
         )
 
     def _entries(self, graphs: Sequence[NamedNode]) -> Iterator[tuple[str, str, Vector]]:
@@ -460,10 +462,20 @@ class VectorIndex:
             f"GRAPH ?g {{ ?s {sparql_term(self.predicate)} ?v }} }}"
         )
 
-    def _rows(self, sparql: str, graph: str | None = None) -> Iterator[tuple[str, str, Vector]]:
-        """The vectors of a query's ``?s ?v`` rows, in ``?g`` or in ``graph``."""
-        rows = self.store.query(sparql)
-        for row in rows:  # type: ignore[union-attr]
+    def _rows(
+        self, sparql: str, graph: str | None = None, subjects: Sequence[str] = ()
+    ) -> Iterator[tuple[str, str, Vector]]:
+        """The vectors of a query's ``?s ?v`` rows, in ``?g`` or in ``graph``; a query of
+        some ``subjects`` of ``graph`` is answered from their triples when the backend
+        knows them (``rdfmem.store.known_rows``: an attached process's own writes)."""
+        rows: Any
+        if subjects and graph is not None:
+            rows = subject_rows(
+                self.store, NamedNode(graph), [NamedNode(s) for s in subjects], sparql
+            )
+        else:
+            rows = self.store.query(sparql)
+        for row in rows:
             subject, literal = row["s"], row["v"]
             name = graph if graph is not None else row["g"].value
             if not isinstance(literal, Literal) or literal.datatype != FLOAT32_VECTOR:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pyoxigraph import Literal as RdfLiteral
 from pyoxigraph import NamedNode
@@ -32,6 +32,7 @@ from rdfmem.core.terms import sparql_term
 from rdfmem.domain.embeddings import PATCH_LIMIT, Embedder, VectorIndex, patch
 from rdfmem.store.indexes.follow import text_follower
 from rdfmem.store.indexes.keywords import KeywordSet
+from rdfmem.store.known_rows import subject_rows
 
 if TYPE_CHECKING:
     from rdfmem.store.indexes import IndexHub
@@ -215,16 +216,21 @@ class TextIndex:
         values = " ".join(sparql_term(NamedNode(s)) for s in subjects)
         predicates = " ".join(sparql_term(p) for p in self.predicates)
         g = sparql_term(NamedNode(graph))
-        return self._texts(
+        sparql = (
             f"SELECT ?g ?s ?p ?o WHERE {{ GRAPH ?g {{ VALUES ?s {{ {values} }} "
             f"VALUES ?p {{ {predicates} }} ?s ?p ?o }} FILTER(?g = {g} && isLiteral(?o)) }}"
         )
+        # Answered from the subjects' triples when the backend knows them (an attached
+        # process's own writes: ``rdfmem.store.known_rows``).
+        named = [NamedNode(s) for s in subjects]
+        return self._texts(sparql, subject_rows(self.store, NamedNode(graph), named, sparql))
 
-    def _texts(self, sparql: str) -> Iterator[tuple[str, str, str]]:
-        rows = self.store.query(sparql)
+    def _texts(self, sparql: str, rows: Any = None) -> Iterator[tuple[str, str, str]]:
+        if rows is None:
+            rows = self.store.query(sparql)
         order = {p.value: i for i, p in enumerate(self.predicates)}
         parts: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        for row in rows:  # type: ignore[union-attr]
+        for row in rows:
             literal = row["o"]
             if isinstance(literal, RdfLiteral):
                 key = (row["g"].value, row["s"].value)

@@ -18,14 +18,18 @@ sent in time, 413 body too large, 415 unknown body type or a body not in UTF-8, 
 ``Host`` the server does not answer to, 422 result larger than ``max_result_bytes``, 503 time
 limit exceeded or every worker busy (with ``Retry-After``).
 
-Nothing that grows with the request runs on the event loop: the body is capped first, then
-the SPARQL guard (linear time) and the query run on a bounded pool of worker threads
-(``jobs.py``, ``workers.py``). On a backend evaluated in this process (embedded Oxigraph,
-rdflib) every read is evaluated in a forked child process that is killed at the time limit
-(``isolate.py``), so a runaway query stops using the CPU when its caller gets the 503; the
-one exception is a point query on embedded Oxigraph (``point.py``: one triple pattern, each
-row one index step), answered on the worker thread up to 64 KiB of result, a bounded amount
-of work. Results are written row by row and stop at the size cap.
+Nothing that grows with the request runs on the event loop: the body is capped first; a
+text longer than 4 KiB is judged by the SPARQL guard (linear time) on a bounded pool of worker
+threads (``jobs.py``, ``workers.py``), a shorter one on the loop (the judgement kept per
+text), and a plain one (triple patterns only, ``point.py``) needs none. On a backend
+evaluated in this process (embedded Oxigraph, rdflib) every read is evaluated in the sandbox
+(``rdfmem.store.sandbox``): a kept child process, killed at the time limit and capped in
+memory, whose answer the event loop waits for on a pipe, so a runaway query stops using the
+CPU when its caller gets the 503. The one exception is a point query on embedded Oxigraph
+(one triple pattern, each row one index step), answered on the event loop itself up to
+64 KiB of result, a bounded amount of work; a larger result goes to the sandbox. Results are
+written row by row and stop at the size cap; a small answer leaves in one write
+(``protocols.py``).
 
 Requests whose ``Host`` is not one of the names the server answers to (IP addresses,
 ``localhost`` and ``allowed_hosts``) are refused with 421 (DNS rebinding), and any request

@@ -38,13 +38,13 @@ from rdfmem.server.jobs import Runner
 from rdfmem.server.named import list_named_queries, load_named_query
 from rdfmem.server.negotiate import GRAPH_OFFERS
 from rdfmem.server.page import named_index, query_page, service_description
-from rdfmem.server.point import is_point_query
+from rdfmem.server.point import POINT, plain_query
 from rdfmem.server.settings import ServerSettings
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["Endpoint", "error_response"]
 
-#: The most a point query may write on a worker thread before a child process takes over.
+#: The most a point query may write on the event loop before a child process takes over.
 _POINT_BYTES = 64 << 10
 _FORM = "application/x-www-form-urlencoded"
 _QUERY = "application/sparql-query"
@@ -77,9 +77,29 @@ def error_response(exc: HttpError) -> Response:
     return Response(body, exc.status, {**_SAFE_HEADERS, **exc.headers}, media_type=_TEXT)
 
 
+#: Service URLs already built (``_base``), by what they are built from.
+_BASES: dict[tuple[Any, ...], str] = {}
+
+
 def _base(request: Request) -> str:
-    """The service URL, the base IRI of relative IRIs in queries and updates."""
-    return str(request.url.replace(query="", fragment=""))
+    """The service URL, the base IRI of relative IRIs in queries and updates (kept per
+    scheme, ``Host`` and path: building it costs more than a point query's lookup)."""
+    scope = request.scope
+    server = scope.get("server")
+    key = (
+        scope.get("scheme"),
+        tuple(server) if server else None,  # a list from some servers and test clients
+        scope.get("root_path", ""),
+        scope["path"],
+        *(v for k, v in scope["headers"] if k == b"host"),
+    )
+    base = _BASES.get(key)
+    if base is None:
+        base = str(request.url.replace(query="", fragment=""))
+        if len(_BASES) >= 256:
+            _BASES.clear()
+        _BASES[key] = base
+    return base
 
 
 class Endpoint:
@@ -91,7 +111,7 @@ class Endpoint:
         self.runner = Runner(store, settings)
         self.pool = self.runner.pool
         #: Point queries (``point.py``) on embedded Oxigraph, whose results are lazy, may be
-        #: answered on a worker thread instead.
+        #: answered on the event loop instead (``jobs.py``).
         self.points = store.capabilities.kind == "oxigraph"
 
     # -- SPARQL 1.1 Protocol ------------------------------------------------------------
@@ -158,19 +178,28 @@ class Endpoint:
             "named_graphs": named or None,
             "base_iri": base,
         }
-        if self.points and is_point_query(query):  # bounded: at most MAX_TEXT characters
-            # Every row one index step: answered on a worker thread up to a small result,
+        # A plain query (``point.py``: triple patterns only) has nothing the guard would
+        # refuse, which spares it the guard's parse; every other text is judged first.
+        plain = plain_query(query)  # one pass over at most MAX_TEXT characters
+        guard = None if plain is not None else query
+        if self.points and plain == POINT:
+            # Every row one index step: answered on the event loop up to a small result,
             # a bounded amount of work; a bigger result goes to a child process.
             small = min(cap, _POINT_BYTES)
             try:
                 return await self.runner.run(
-                    query_answer, {**kwargs, "limit": small}, guard=query, read=False, query=True
+                    query_answer,
+                    {**kwargs, "limit": small},
+                    guard=guard,
+                    read=False,
+                    query=True,
+                    bounded=True,
                 )
             except HttpError as exc:
                 if exc.status != 422 or cap <= small:
                     raise
         return await self.runner.run(
-            query_answer, {**kwargs, "limit": cap}, guard=query, query=True
+            query_answer, {**kwargs, "limit": cap}, guard=guard, query=True
         )
 
     async def _update(self, request: Request, update: str, given: Pairs) -> Answer:

@@ -20,6 +20,21 @@ from rdfmem.core.errors import HttpError
 __all__ = ["Gate", "host_allowed"]
 
 
+#: Judgements of ``Host`` headers already seen (``Gate``): clients send the same one.
+_HOSTS: dict[tuple[str, tuple[str, ...]], bool] = {}
+
+
+def _host_allowed_kept(host: str, allowed: tuple[str, ...]) -> bool:
+    key = (host, allowed)
+    known = _HOSTS.get(key)
+    if known is None:
+        known = host_allowed(host, allowed)
+        if len(_HOSTS) >= 256:
+            _HOSTS.clear()
+        _HOSTS[key] = known
+    return known
+
+
 def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
     """Whether a ``Host`` header names this server: an IP address (DNS rebinding needs a
     name), ``localhost``, or one of ``allowed`` (``"*"`` allows any).
@@ -76,7 +91,7 @@ class Gate:
             headers = {k.lower(): v for k, v in scope.get("headers", [])}
             host = headers.get(b"host", b"").decode("latin-1")
             refusal = None
-            if not host_allowed(host, self.allowed_hosts):
+            if not _host_allowed_kept(host, self.allowed_hosts):
                 refusal = HttpError(
                     421,
                     f"this server does not answer to the host {host!r}; start it with "

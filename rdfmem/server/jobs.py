@@ -1,7 +1,11 @@
-"""Where a request's work runs: the SPARQL guard, then the job on a bounded pool of worker
-threads (``workers.py``), a read on a backend evaluated in this process in a forked child
-killed at the time limit (``isolate.py``). Whatever happens there comes back as plain data,
-an ``Answer`` or a refusal, and a refusal is raised as ``HttpError`` on the event loop.
+"""Where a request's work runs. A short text (``INLINE_TEXT``) is judged by the SPARQL guard
+on the event loop, its judgement kept per text; then a bounded read (a point query) is
+answered there too, and any other read on a backend evaluated in this process goes to one of
+the sandbox's kept children, the event loop waiting on its pipe (no thread in between) and
+killing it at the time limit. The rest (longer texts, updates, reads of a remote store, the
+``fork`` sandbox) runs on a bounded pool of worker threads (``workers.py``), a read there in
+a child process killed at the time limit. Whatever happens comes back as plain data, an
+``Answer`` or a refusal, and a refusal is raised as ``HttpError`` on the event loop.
 """
 
 from __future__ import annotations
@@ -25,8 +29,14 @@ from rdfmem.store.sandbox import Sandbox
 __all__ = ["Runner"]
 
 _log = logging.getLogger("rdfmem.server")
-#: The cancel flag of work done in a child process: the parent kills it instead.
+#: The cancel flag of work done in a child process (the parent kills it instead) or on the
+#: event loop (bounded: it ends soon anyway).
 _NEVER = threading.Event()
+#: Texts up to this length are judged by the guard on the event loop (``Runner._judge``).
+INLINE_TEXT = 4096
+#: Judgements kept (``Runner._judge``); all are forgotten when full.
+_JUDGED = 1024
+_UNSEEN = object()
 
 
 def _refuse_remote(sparql: str) -> None:
@@ -116,6 +126,8 @@ class Runner:
         self.sandbox: Sandbox | None = None
         if self.isolate and settings.sandbox == "pool":
             self.sandbox = Sandbox(store, size=size, memory_cap=settings.memory_cap)
+        #: The guard's judgement of recent short texts (``_judge``).
+        self._judged: dict[tuple[str, bool], _Refusal | None] = {}
 
     async def run(
         self,
@@ -125,13 +137,16 @@ class Runner:
         guard: str | None = None,
         read: bool = True,
         query: bool = False,
+        bounded: bool = False,
     ) -> Answer:
         """``fn(store, cancel=…, **kwargs)`` on a worker, after the guard has judged
         ``guard`` there (off the event loop), and, with ``query``, found it to be a query;
         a read on a local backend in a child process killed at the time limit: one of the
         sandbox's kept children (``fn`` is then a module-level function and ``kwargs``
         plain data: both are pickled). Without ``kwargs``, ``fn`` is a job ``fn(cancel)``
-        (a closure), evaluated in a child forked for it.
+        (a closure), evaluated in a child forked for it. ``bounded``: the caller proved the
+        job a bounded amount of work (a point query, ``point.py``): with ``read`` False it
+        is then answered on the event loop itself when its text is short.
 
         Raises:
             HttpError: the job's refusal, 403 from the guard, 400 an update sent as a query,
@@ -144,6 +159,23 @@ class Runner:
         # What a child may send back: the capped result plus room for its envelope.
         room = self.settings.max_result_bytes + (1 << 16)
         store = self.store
+        if kwargs is not None and (guard is None or len(guard) <= INLINE_TEXT):
+            # A short text is judged here, on the event loop (linear time, a few µs; the
+            # judgement kept per text), and no thread is needed: a bounded read is answered
+            # here too, any other read by a sandbox child the loop waits on.
+            if bounded and not isolate:
+                if self.pool.closed:
+                    raise HttpError(
+                        503,
+                        "the server is stopping; no new queries are taken",
+                        {"Retry-After": "1"},
+                    )
+                self._judge(guard, query)
+                answer = _contained(lambda cancel: fn(store, cancel=cancel, **kwargs))(_NEVER)
+                return _settled(answer)
+            if isolate and self.sandbox is not None:
+                self._judge(guard, query)
+                return await self._sandboxed(fn, kwargs, deadline, room)
 
         def work(cancel: threading.Event) -> Answer | _Refusal:
             if guard is not None:
@@ -187,15 +219,66 @@ class Runner:
             raise HttpError(503, str(exc), {"Retry-After": "5"}) from exc
         except Busy as exc:
             raise HttpError(503, str(exc), {"Retry-After": "1"}) from exc
-        if isinstance(outcome, _Refusal):
-            raise HttpError(outcome.status, outcome.message, outcome.headers)
-        return outcome
+        return _settled(outcome)
+
+    async def _sandboxed(
+        self, fn: Callable[..., Answer], kwargs: dict[str, Any], deadline: float, room: int
+    ) -> Answer:
+        """A read by one of the sandbox's children, waited for on the event loop: one of
+        the pool's slots held meanwhile, the child killed at ``deadline``."""
+        assert self.sandbox is not None
+        try:
+            await self.pool.admit(max(0.0, deadline - time.monotonic()))
+        except Busy as exc:
+            raise HttpError(503, str(exc), {"Retry-After": "1"}) from exc
+        try:
+            outcome = await self.sandbox.run_async(
+                in_child, {"fn": fn, "kwargs": kwargs}, deadline=deadline, max_bytes=room
+            )
+        except TimedOut as exc:
+            raise HttpError(503, str(exc), {"Retry-After": "5"}) from exc
+        except ChildFailed as exc:
+            raise HttpError(500, f"the query failed: {exc}") from exc
+        finally:
+            self.pool.release()
+        return _settled(outcome)
+
+    def _judge(self, guard: str | None, query: bool) -> None:
+        """The guard's judgement of ``guard`` (see ``run``), kept per text.
+
+        Raises:
+            HttpError: 403 SERVICE or LOAD, 400 not a query (with ``query``).
+        """
+        if guard is None:
+            return
+        key = (guard, query)
+        refusal = self._judged.get(key, _UNSEEN)
+        if refusal is _UNSEEN:
+            refusal = None
+            try:
+                _refuse_remote(guard)
+                if query:
+                    _refuse_update(guard)
+            except HttpError as exc:
+                refusal = _Refusal(exc.status, exc.message, exc.headers)
+            if len(self._judged) >= _JUDGED:
+                self._judged.clear()
+            self._judged[key] = refusal
+        if isinstance(refusal, _Refusal):
+            raise HttpError(refusal.status, refusal.message, dict(refusal.headers))
 
     def close(self) -> None:
         """End the worker threads once their jobs are done, and the idle children."""
         self.pool.close()
         if self.sandbox is not None:
             self.sandbox.close()
+
+
+def _settled(outcome: Answer | _Refusal) -> Answer:
+    """The answer, or the refusal raised as ``HttpError``."""
+    if isinstance(outcome, _Refusal):
+        raise HttpError(outcome.status, outcome.message, outcome.headers)
+    return outcome
 
 
 def in_child(

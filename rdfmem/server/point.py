@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_TEXT", "is_point_query"]
+__all__ = ["MAX_TEXT", "PATTERNS", "POINT", "is_point_query", "plain_query"]
 
 #: Longer texts are never point queries (every check below is then on a bounded input too).
 MAX_TEXT = 4096
@@ -117,11 +117,30 @@ def is_point_query(sparql: str) -> bool:
     >>> is_point_query("SELECT DISTINCT ?s { ?s ?p ?o }")
     False
     """
+    return plain_query(sparql) == POINT
+
+
+#: ``plain_query``'s answers.
+POINT, PATTERNS = "point", "patterns"
+
+
+def plain_query(sparql: str) -> str | None:
+    """``POINT`` for a point query (see the module docstring); ``PATTERNS`` for a SELECT or
+    ASK of nothing but triple patterns, in the same spelling otherwise (one ``GRAPH`` at
+    most, no escapes, at most ``MAX_TEXT`` characters), variables repeated or not; None for
+    anything else. Either is a query that names no remote URL (no update, ``SERVICE`` or
+    ``LOAD``): the guard has nothing to refuse in it.
+
+    >>> plain_query("SELECT ?o { <urn:s> <urn:next> ?n . ?n <urn:p> ?o }")
+    'patterns'
+    >>> plain_query("SELECT * { SERVICE <http://x> { ?s ?p ?o } }") is None
+    True
+    """
     if len(sparql) > MAX_TEXT or "\\" in sparql:
-        return False
+        return None
     tokens = _tokens(sparql)
     if tokens is None:
-        return False
+        return None
     walk = _Walk(tokens)
     while True:
         word = walk.keyword("PREFIX", "BASE")
@@ -130,37 +149,49 @@ def is_point_query(sparql: str) -> bool:
         if word == "PREFIX":
             kind, text = walk.peek()
             if kind != "word" or not text.endswith(":"):
-                return False
+                return None
             walk.at += 1
         if walk.take("iri") is None:
-            return False
+            return None
     variables: list[str] = []
     form = walk.keyword("SELECT", "ASK")
     if form is None:
-        return False
+        return None
     if form == "SELECT" and walk.take("punct", "*") is None:
         if walk.take("var") is None:
-            return False
+            return None
         while walk.take("var") is not None:
             pass
     walk.keyword("WHERE")
     if walk.take("punct", "{") is None:
-        return False
+        return None
     graph = walk.keyword("GRAPH") is not None
     if graph and not (walk.term(variables) and walk.take("punct", "{") is not None):
-        return False
-    if not (walk.term(variables) and walk.term(variables, predicate=True) and walk.term(variables)):
-        return False
-    walk.take("punct", ".")
+        return None
+    patterns = 0
+    while True:
+        if not (
+            walk.term(variables) and walk.term(variables, predicate=True) and walk.term(variables)
+        ):
+            return None
+        patterns += 1
+        dot = walk.take("punct", ".") is not None
+        if walk.peek() == ("punct", "}"):
+            break
+        if not dot:
+            return None
     if graph:
-        if walk.take("punct", "}") is None:
-            return False
+        walk.at += 1  # the GRAPH's closing brace
         walk.take("punct", ".")
     if walk.take("punct", "}") is None:
-        return False
+        return None
     if walk.keyword("LIMIT") is not None:
         kind, text = walk.peek()
         if kind != "word" or not text.isdigit():
-            return False
+            return None
         walk.at += 1
-    return walk.peek()[0] == "end" and len(set(variables)) == len(variables)
+    if walk.peek()[0] != "end":
+        return None
+    if patterns == 1 and len(set(variables)) == len(variables):
+        return POINT
+    return PATTERNS

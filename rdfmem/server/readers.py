@@ -20,8 +20,12 @@ Run as ``python -m rdfmem.server.readers``, its settings as one JSON line on std
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +42,8 @@ from rdfmem.store.readonly import ReadOnlyOpen
 
 __all__ = ["Forwarding", "Snapshot", "main"]
 
+#: Seconds between two looks at whether the owner process is still there.
+_OWNER_POLL = 0.5
 _UPDATE = "application/sparql-update"
 _FORM = "application/x-www-form-urlencoded"
 #: Hop-by-hop and length headers: the relay sets its own.
@@ -168,12 +174,27 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return again
 
 
+def _end_with_owner() -> None:  # pragma: no cover - runs in the reader process
+    """Stop this reader (as Ctrl-C would) once the owner process is gone, however it ended:
+    uvicorn ends the owner on SIGTERM by raising the signal again after its shutdown, before
+    the owner could stop its readers, and an orphan would keep answering on the port."""
+    owner = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == owner:
+            time.sleep(_OWNER_POLL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="rdfmem-owner-watch", daemon=True).start()
+
+
 def main() -> None:  # pragma: no cover - runs in the reader process (tests/test_server_workers*)
     """Serve as one reader: settings from stdin (one JSON object), then until stopped."""
     from rdfmem.server.app import create_app
     from rdfmem.server.running import run_reader
 
     settings: dict[str, Any] = json.loads(sys.stdin.readline())
+    _end_with_owner()
     published = Published(Path(settings["generation_file"]))
     snapshot = Snapshot(settings["path"], published)
     options = settings["options"]

@@ -85,10 +85,44 @@ class WorkerPool:
             Busy: no worker free and too many waiting, or none came free within ``timeout``.
             TimedOut: the job took longer than ``timeout`` (counted from the call).
         """
-        if self._closed:
-            raise Busy("the server is stopping; no new queries are taken")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        await self.admit(timeout)
+        future: asyncio.Future[T] = loop.create_future()
+        job = _Job(fn, future, loop, timeout)
+        self._jobs.put(job)
+        if len(self._threads) < self.size:
+            self._start_worker()
+        expiry = loop.call_at(deadline, _expire, job)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            job.cancel.set()  # the caller went away: let the job stop early
+            raise
+        finally:
+            expiry.cancel()
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called: no new job is taken."""
+        return self._closed
+
+    @property
+    def threads(self) -> int:
+        """Worker threads started so far (each is started by the first job that needs it)."""
+        return len(self._threads)
+
+    async def admit(self, timeout: float) -> None:
+        """Take one of the ``size`` slots (counted in ``running``), waiting at most
+        ``timeout`` seconds behind at most ``max_waiting`` others; give it back with
+        ``release``. ``run`` takes one for its job; work that needs no thread (the
+        sandbox's children answered from the event loop) takes one the same way.
+
+        Raises:
+            Busy: no slot free and too many waiting, or none came free within ``timeout``.
+        """
+        if self._closed:
+            raise Busy("the server is stopping; no new queries are taken")
         slots = self._semaphore()
         if slots.locked():
             if self._waiting >= self.max_waiting:
@@ -105,20 +139,12 @@ class WorkerPool:
                 self._waiting -= 1
         else:
             await slots.acquire()
-        future: asyncio.Future[T] = loop.create_future()
-        job = _Job(fn, future, loop, timeout)
         self.running += 1
-        self._jobs.put(job)
-        if len(self._threads) < self.size:
-            self._start_worker()
-        expiry = loop.call_at(deadline, _expire, job)
-        try:
-            return await future
-        except asyncio.CancelledError:
-            job.cancel.set()  # the caller went away: let the job stop early
-            raise
-        finally:
-            expiry.cancel()
+
+    def release(self) -> None:
+        """Give back a slot taken by ``admit``."""
+        self.running -= 1
+        self._semaphore().release()
 
     def _start_worker(self) -> None:
         thread = threading.Thread(
@@ -156,8 +182,7 @@ class WorkerPool:
                 job.loop.call_soon_threadsafe(self._settle, job, outcome)
 
     def _settle(self, job: _Job[Any], outcome: tuple[bool, Any]) -> None:
-        self.running -= 1
-        self._semaphore().release()
+        self.release()
         if job.future.done():  # the caller gave up (timed out)
             return
         ok, value = outcome

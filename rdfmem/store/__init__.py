@@ -11,8 +11,24 @@ SPARQL server), ``sandbox`` (kept children that run other people's queries), ``r
 ``rdfmem.core`` only.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from rdfmem.store.rdfstore import RdfStore, RemoteStore
 from rdfmem.store.remote import Endpoint, Lease
-from rdfmem.store.typed import TypedStore
+
+if TYPE_CHECKING:
+    from rdfmem.store.typed import TypedStore
 
 __all__ = ["Endpoint", "Lease", "RdfStore", "RemoteStore", "TypedStore"]
+
+
+def __getattr__(name: str) -> Any:
+    # ``TypedStore`` brings pydantic (a quarter of a second): loaded when first asked for,
+    # so a process that opens a store (``rdfmem mcp``, the CLI) does not pay for it.
+    if name == "TypedStore":
+        from rdfmem.store.typed import TypedStore
+
+        return TypedStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,6 +16,8 @@ A job is a module-level function (pickled by reference) called as ``fn(store, **
 the child; its result is plain data (pickled back, at most ``max_bytes``). An exception the
 job raises is sent back as ``QueryError``, ``HttpError`` … when it pickles, else as
 ``ChildFailed``. Children never return into the parent's code: they leave with ``os._exit``.
+``run`` blocks its thread until the answer comes; ``run_async`` lets an asyncio event loop
+wait on the child's pipe instead (a server needs no thread per query then).
 
 >>> from rdfmem import RdfStore
 >>> store = RdfStore()
@@ -27,6 +29,7 @@ job raises is sent back as ``QueryError``, ``HttpError`` … when it pickles, el
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import os
@@ -52,6 +55,9 @@ __all__ = ["DEFAULT_MEMORY_CAP", "Sandbox", "close_sockets"]
 #: The most memory one query may take beyond what its process had when it was forked.
 DEFAULT_MEMORY_CAP = 1 << 30
 _HEADER = struct.Struct("!Q")
+#: Requests up to this size are written to an idle child's empty pipe without blocking
+#: (Linux's pipe buffer holds 64 KiB).
+_PIPE_ROOM = 60 << 10
 #: How often a waiting caller looks at its cancel flag.
 _POLL = 0.05
 #: Held from creating a child's pipes to closing their child ends in the parent: a child
@@ -139,15 +145,63 @@ class Sandbox:
             ) from exc
         finally:
             self._give_back(child, kept)
+        return _unpacked(data)
+
+    async def run_async(
+        self,
+        fn: Callable[..., Any],
+        kwargs: Mapping[str, Any],
+        *,
+        deadline: float,
+        max_bytes: int = 256 << 20,
+    ) -> Any:
+        """``run`` for an asyncio event loop, with no thread in between: the request is
+        written to a kept child's pipe and its answer read when the loop sees it arrive.
+        A child is forked off the loop (on its default executor) when none is idle, and
+        one killed (at ``deadline``, or when the caller is cancelled) is reaped there too.
+        Requests too large for the pipe's buffer go through ``run`` on the executor.
+
+        Raises:
+            TimedOut, ChildFailed, RdfMemError: as ``run``.
+        """
+        loop = asyncio.get_running_loop()
+        request = pickle.dumps((fn, dict(kwargs)), protocol=pickle.HIGHEST_PROTOCOL)
+        if len(request) > _PIPE_ROOM:
+            return await loop.run_in_executor(
+                None, lambda: self.run(fn, kwargs, deadline=deadline, max_bytes=max_bytes)
+            )
+        child = self._take_idle()
+        if child is None:
+            child = await loop.run_in_executor(None, self._take)
+        kept = False
+        answer = _AsyncAnswer(loop, child.answers, max_bytes)
+        expiry = loop.call_later(max(0.0, deadline - time.monotonic()), answer.expire)
         try:
-            status, value = pickle.loads(data)
-        except Exception as exc:
-            raise ChildFailed(f"the query's process sent a broken answer: {exc}") from exc
-        if status == "ok":
-            return value
-        if isinstance(value, BaseException):
-            raise value
-        raise ChildFailed(str(value))
+            # The pipe is empty (the child waits for a request): this write cannot block.
+            _write_all(child.requests, _HEADER.pack(len(request)) + request)
+            data = await answer.future
+            kept = True
+        except (OSError, EOFError) as exc:
+            raise ChildFailed(
+                "the query's process ended without an answer (its memory cap of "
+                f"{self.memory_cap >> 20} MiB, or a crash)"
+            ) from exc
+        finally:
+            expiry.cancel()
+            answer.stop()
+            if kept:
+                self._give_back(child, True)
+            else:  # killed off the loop: a child that took much memory takes time to end
+                loop.run_in_executor(None, child.kill)
+        return _unpacked(data)
+
+    def _take_idle(self) -> _Child | None:
+        """An idle child forked at the store's current generation, or None."""
+        generation = self.store.generation
+        with self._lock:
+            if self._closed or not self._idle or self._idle[-1].generation != generation:
+                return None  # ``_take``, off the loop, ends old children and forks
+            return self._idle.pop()
 
     def _take(self) -> _Child:
         generation = self.store.generation
@@ -205,6 +259,73 @@ class Sandbox:
             os.close(ans_write)
         self.forks += 1
         return _Child(pid, req_write, ans_read, generation)
+
+
+def _unpacked(data: bytes) -> Any:
+    """The value a child answered with, or the exception it sent back raised."""
+    try:
+        status, value = pickle.loads(data)
+    except Exception as exc:
+        raise ChildFailed(f"the query's process sent a broken answer: {exc}") from exc
+    if status == "ok":
+        return value
+    if isinstance(value, BaseException):
+        raise value
+    raise ChildFailed(str(value))
+
+
+class _AsyncAnswer:
+    """One length-prefixed answer read from ``fd`` as the event loop sees it arrive."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, max_bytes: int) -> None:
+        self.loop = loop
+        self.fd = fd
+        self.max_bytes = max_bytes
+        self.future: asyncio.Future[bytes] = loop.create_future()
+        self._buffer = bytearray()
+        self._need = _HEADER.size
+        self._header_read = False
+        loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self.fd, max(self._need - len(self._buffer), 1 << 16))
+        except OSError as exc:
+            self._fail(exc)
+            return
+        if not chunk:
+            self._fail(EOFError("the child closed its answer pipe"))
+            return
+        self._buffer += chunk
+        while len(self._buffer) >= self._need:
+            if self._header_read:
+                self._done(bytes(self._buffer[_HEADER.size : self._need]))
+                return
+            (length,) = _HEADER.unpack_from(self._buffer)
+            if length > self.max_bytes:
+                self._fail(ChildFailed("the query's answer was larger than the server's limit"))
+                return
+            self._need, self._header_read = _HEADER.size + length, True
+
+    def _done(self, data: bytes) -> None:
+        self.stop()
+        if not self.future.done():
+            self.future.set_result(data)
+
+    def _fail(self, exc: BaseException) -> None:
+        self.stop()
+        if not self.future.done():
+            self.future.set_exception(exc)
+
+    def expire(self) -> None:
+        """The deadline passed: the caller hears ``TimedOut`` (its child is then killed)."""
+        self._fail(TimedOut("the query ran longer than its time limit and was stopped"))
+
+    def stop(self) -> None:
+        """Stop watching the pipe (idempotent)."""
+        if self.fd >= 0:
+            self.loop.remove_reader(self.fd)
+            self.fd = -1
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -223,11 +223,6 @@ class IndexHub:
             self._graphs[graph] = found
         return found
 
-    def known_graph_index(self, graph: str) -> GraphIndex | None:
-        if graph not in self._graphs and self._saved.covering("graphs", graph):
-            return self.graph_index(graph)
-        return self._graphs.get(graph)
-
     def __repr__(self) -> str:
         return (
             f"IndexHub(vector_sets={len(self._vectors)}, keyword_sets={len(self._keywords)}, "

@@ -40,6 +40,8 @@ from typing import Any, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from rdfmem.store.indexes.rowkeys import Key, RowKeys, splice
+
 __all__ = ["STOP_WORDS", "KeywordSet", "tokenize"]
 
 _WORD = re.compile(r"[^\W\d_]+|\d+")
@@ -109,19 +111,68 @@ class _Postings:
         self.counts.frombytes(counts)
 
 
-#: A saved index's postings: word -> (start, end) rows of three flat arrays' bytes.
-_Packed: TypeAlias = tuple[dict[str, tuple[int, int]], bytes, bytes, bytes]
+#: A saved index's postings: its words (one text, a newline after each), each word's
+#: (start, end) rows in three flat arrays (documents, stamps, counts), and its document
+#: frequency; arrays, so that a loaded index's are views of the mapped index file.
+_Packed: TypeAlias = tuple[Any, Any, Any, Any, Any, Any, Any]
+
+
+_NO_WORDS: _Packed = (
+    np.zeros(0, np.uint8),
+    *(np.zeros(0, np.int64),) * 4,
+    np.zeros(0, np.float32),
+    np.zeros(0, np.int64),
+)
+
+
+def _split(words: NDArray[np.uint8]) -> list[str]:
+    return words.tobytes().decode("utf-8").split("\n")[:-1]
 
 
 class _PostingsMap:
     """Postings by word; those of an index loaded from disk are unpacked on first use (a
     saved index holds every word's postings in three flat arrays, which loads at once)."""
 
-    __slots__ = ("_found", "_packed")
+    __slots__ = ("_found", "_gone", "_packed", "_rows", "_text")
 
     def __init__(self, packed: _Packed | None = None) -> None:
         self._found: dict[str, _Postings] = {}
         self._packed = packed
+        self._rows: dict[str, int] | None = None  # word -> its row in ``_packed``
+        self._gone: set[str] = set()  # packed words since forgotten
+        self._text: bytes | None = None  # the packed words, a newline before each
+
+    def row(self, word: str) -> int | None:
+        """The row of ``word`` in ``_packed``: found in the words' text while no write made
+        the map of every word (a search after loading looks up its few words only)."""
+        if self._rows is not None or self._packed is None:
+            return None if self._packed is None else self.rows().get(word)
+        if self._text is None:
+            self._text = b"\n" + self._packed[0].tobytes()
+        at = self._text.find(b"\n" + word.encode("utf-8") + b"\n")
+        return None if at < 0 else self._text.count(b"\n", 0, at)
+
+    def rows(self) -> dict[str, int]:
+        """The packed words by row (made at the first look-up)."""
+        if self._rows is None:
+            words = [] if self._packed is None else _split(self._packed[0])
+            self._rows = dict(zip(words, range(len(words)), strict=True))
+        return self._rows
+
+    def saved_frequency(self, word: str) -> int:
+        """The document frequency of ``word`` as saved (0 when it was not)."""
+        row = self.row(word)
+        return 0 if row is None or self._packed is None else int(self._packed[6][row])
+
+    def frequencies(self) -> Counter[str]:
+        """The document frequency of every packed word (as saved; those left with none
+        are not counted)."""
+        if self._packed is None:
+            return Counter()
+        words = _split(self._packed[0])
+        return Counter(
+            {w: n for w, n in zip(words, self._packed[6].tolist(), strict=True) if n > 0}
+        )
 
     def get(self, word: str) -> _Postings | None:
         found = self._found.get(word)
@@ -139,41 +190,131 @@ class _PostingsMap:
     def pop(self, word: str) -> None:
         self._found.pop(word, None)
         if self._packed is not None:
-            self._packed[0].pop(word, None)
+            self._gone.add(word)
 
     def values(self) -> list[_Postings]:
         """Every word's postings (unpacking what was still packed)."""
         if self._packed is not None:
-            for word in list(self._packed[0]):
-                self._unpack(word)
-            self._packed = None
+            for word in self.rows():
+                if word not in self._found:
+                    self._unpack(word)
+            self._packed, self._rows, self._gone = None, None, set()
         return list(self._found.values())
 
-    def pack(self) -> _Packed:
-        """Every word's postings in three flat arrays (what a saved index holds)."""
-        spans: dict[str, tuple[int, int]] = {}
-        docs, stamps, counts = array("q"), array("q"), array("f")
-        self.values()
+    def pack(self, df: Counter[str]) -> _Packed:
+        """Every word's postings in three flat arrays (what a saved index holds): those
+        still packed as they are, the others spliced in (``rowkeys.splice``)."""
+        packed = self._packed
+        if packed is None or 2 * len(self._gone) > len(packed[1]):
+            self.values()  # unpack everything: many words left since loading
+            packed = _NO_WORDS
+        words = _split(packed[0])
+        rows = self.rows() if self._packed is not None else {}
+        empty = _Postings()
+        replaced = {r: empty for w in self._gone if (r := rows.get(w)) is not None}
+        added: list[str] = []
         for word, postings in self._found.items():
-            spans[word] = (len(docs), len(docs) + len(postings.docs))
-            docs.extend(postings.docs)
-            stamps.extend(postings.stamps)
-            counts.extend(postings.counts)
-        return spans, docs.tobytes(), stamps.tobytes(), counts.tobytes()
+            row = rows.get(word)
+            if row is None:
+                added.append(word)
+            else:
+                replaced[row] = postings
+        old_ends = packed[2]
+        columns = []
+        for column, (name, dtype) in enumerate(
+            (("docs", np.int64), ("stamps", np.int64), ("counts", np.float32))
+        ):
+
+            def part(p: _Postings, name: str = name, dtype: Any = dtype) -> NDArray[Any]:
+                return np.frombuffer(getattr(p, name), dtype=dtype)
+
+            values, ends = splice(
+                packed[3 + column],
+                old_ends,
+                {r: part(p) for r, p in replaced.items()},
+                [part(self._found[w]) for w in added],
+            )
+            columns.append(values)
+        words += added
+        text = "".join(w + "\n" for w in words).encode("utf-8")
+        starts = np.concatenate([np.zeros(1, np.int64), ends[:-1]]) if len(ends) else ends
+        frequency = np.array([df.get(w, 0) for w in words], dtype=np.int64)
+        docs, stamps, counts = columns
+        return np.frombuffer(text, dtype=np.uint8), starts, ends, docs, stamps, counts, frequency
 
     def _unpack(self, word: str) -> _Postings | None:
-        if self._packed is None:
+        if self._packed is None or word in self._gone:
             return None
-        span = self._packed[0].pop(word, None)
-        if span is None:
+        row = self.row(word)
+        if row is None:
             return None
-        (start, end), (_, docs, stamps, counts) = span, self._packed
+        _, starts, ends, docs, stamps, counts, _ = self._packed
+        start, end = int(starts[row]), int(ends[row])
         found = _Postings()
-        found.docs.frombytes(docs[8 * start : 8 * end])
-        found.stamps.frombytes(stamps[8 * start : 8 * end])
-        found.counts.frombytes(counts[4 * start : 4 * end])
+        found.docs.frombytes(docs[start:end].tobytes())
+        found.stamps.frombytes(stamps[start:end].tobytes())
+        found.counts.frombytes(counts[start:end].tobytes())
         self._found[word] = found
         return found
+
+
+class _DocWords:
+    """Slot -> its distinct words; a saved index's packed (word numbers), read when a
+    document is removed or replaced."""
+
+    __slots__ = ("_changed", "_ends", "_ids", "_tail", "_words")
+
+    def __init__(self) -> None:
+        self._words: list[str] | NDArray[np.uint8] = []  # the packed words (or their text)
+        self._ids: NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self._ends: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._changed: dict[int, tuple[str, ...]] = {}
+        self._tail: list[tuple[str, ...]] = []
+
+    def __len__(self) -> int:
+        return len(self._ends) + len(self._tail)
+
+    def __getitem__(self, doc: int) -> tuple[str, ...]:
+        base = len(self._ends)
+        if doc >= base:
+            return self._tail[doc - base]
+        if doc in self._changed:
+            return self._changed[doc]
+        if not isinstance(self._words, list):
+            self._words = _split(self._words)
+        start = int(self._ends[doc - 1]) if doc else 0
+        words = self._words
+        return tuple(words[i] for i in self._ids[start : int(self._ends[doc])].tolist())
+
+    def __setitem__(self, doc: int, words: tuple[str, ...]) -> None:
+        base = len(self._ends)
+        if doc >= base:
+            self._tail[doc - base] = words
+        else:
+            self._changed[doc] = words
+
+    def append(self, words: tuple[str, ...]) -> None:
+        self._tail.append(words)
+
+    def __getstate__(self) -> tuple[Any, Any, Any]:
+        words = self._words if isinstance(self._words, list) else _split(self._words)
+        number = dict(zip(words, range(len(words)), strict=True))
+
+        def ids(doc_words: tuple[str, ...]) -> NDArray[np.int32]:
+            return np.array([number.setdefault(w, len(number)) for w in doc_words], np.int32)
+
+        flat, ends = splice(
+            self._ids,
+            self._ends,
+            {doc: ids(w) for doc, w in self._changed.items()},
+            [ids(w) for w in self._tail],
+        )
+        text = "".join(w + "\n" for w in number).encode("utf-8")
+        return np.frombuffer(text, dtype=np.uint8), flat, ends
+
+    def __setstate__(self, state: tuple[Any, Any, Any]) -> None:
+        self._words, self._ids, self._ends = state
+        self._changed, self._tail = {}, []
 
 
 class KeywordSet:
@@ -202,10 +343,11 @@ class KeywordSet:
 
     def clear(self) -> None:
         self._postings: _PostingsMap = _PostingsMap()
-        self._df: Counter[str] = Counter()  # live documents holding each word
-        self._keys: list[tuple[str, str] | None] = []  # slot -> key (None: free)
-        self._doc_of: dict[tuple[str, str], int] = {}
-        self._words: list[tuple[str, ...]] = []  # slot -> its distinct words
+        self._df_found: Counter[str] | None = Counter()  # None: as saved in the postings
+        self._keys = RowKeys()  # slot -> key (None: free)
+        self._doc_found: dict[Key, int] | None = {}  # None: made from the keys when used
+        self._live = 0  # documents held
+        self._words = _DocWords()  # slot -> its distinct words
         self._free: list[int] = []
         self._length = np.zeros(64, dtype=np.float32)
         self._alive = np.zeros(64, dtype=bool)
@@ -213,20 +355,37 @@ class KeywordSet:
         self._total = 0.0  # words in live documents
 
     def __getstate__(self) -> dict[str, Any]:
-        # Saved beside an on-disk store (``IndexHub.export``): postings in flat arrays, and
-        # no slot map (it follows from the keys).
+        # Saved beside an on-disk store (``IndexHub.export``): postings and frequencies in
+        # flat arrays, and no slot map (it follows from the keys).
         state = dict(self.__dict__)
-        state["_postings"] = self._postings.pack()
-        del state["_doc_of"]
+        state["_postings"] = self._postings.pack(self._df)
+        state["_df_found"] = state["_doc_found"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         postings = _PostingsMap(state.pop("_postings"))
         self.__dict__.update(state, _postings=postings)
-        self._doc_of = {key: doc for doc, key in enumerate(self._keys) if key is not None}
+
+    @property
+    def _df(self) -> Counter[str]:
+        # Live documents holding each word (made from the saved ones at the first write).
+        if self._df_found is None:
+            self._df_found = self._postings.frequencies()
+        return self._df_found
+
+    def _frequency(self, word: str) -> int:
+        found = self._df_found
+        return self._postings.saved_frequency(word) if found is None else found.get(word, 0)
+
+    @property
+    def _doc_of(self) -> dict[Key, int]:
+        # Key -> its slot.
+        if self._doc_found is None:
+            self._doc_found = self._keys.live(self._alive)
+        return self._doc_found
 
     def __len__(self) -> int:
-        return len(self._doc_of)
+        return self._live
 
     def rebuild(self, entries: Iterable[tuple[str, str, str]]) -> None:
         """Replace every text with ``(graph, subject, text)`` entries (a later one wins)."""
@@ -253,6 +412,7 @@ class KeywordSet:
             self._words.append(tuple(counts))
         size = sum(counts.values())
         self._doc_of[key] = doc
+        self._live += 1
         self._length[doc] = size
         self._alive[doc] = True
         self._total += size
@@ -275,6 +435,7 @@ class KeywordSet:
         doc = self._doc_of.pop((graph, subject), None)
         if doc is None:
             return False
+        self._live -= 1
         self._alive[doc] = False
         self._stamp[doc] += 1  # its postings are stale from now on
         self._total -= float(self._length[doc])
@@ -295,8 +456,8 @@ class KeywordSet:
 
     def scores(self, query: str) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
         """The documents sharing a word with ``query`` and their BM25 scores (unsorted)."""
-        live = len(self._doc_of)
-        words = [w for w in dict.fromkeys(tokenize(query)) if self._df.get(w, 0) > 0]
+        live = self._live
+        words = [w for w in dict.fromkeys(tokenize(query)) if self._frequency(w) > 0]
         if not live or not words:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         n = len(self._keys)
@@ -305,7 +466,7 @@ class KeywordSet:
         total = np.zeros(n, dtype=np.float32)
         for word in words:
             p = self._postings[word]
-            df = self._df[word]
+            df = self._frequency(word)
             if len(p.docs) > df:  # some postings are stale
                 current = self._current(p)
                 if 2 * df < len(p.docs):

@@ -1,11 +1,14 @@
 """Indexes saved beside an on-disk store, loaded one by one when first asked for.
 
 ``IndexHub.export`` gives the backend, at close, each fresh index pickled on its own (a
-*section*: its kind, key and graphs beside its bytes); the backend writes them to the index
-file (``rdfmem.backends.indexfile``). At the next open the hub keeps the sections as bytes
-and unpickles one only when it is first asked for (``take``), so opening costs reading the
-file, and a first search loads the vectors and keywords it reads, not the decision graph.
-A section never asked for is written back as it was, when its graphs were not written.
+*section*: its kind, key and graphs beside its pickle and that pickle's large arrays, kept
+out of band); the backend writes them to the index file (``rdfmem.backends.indexfile``),
+the arrays at aligned offsets. At the next open the file is memory-mapped: the hub keeps
+the sections as their pickles and views of the mapped arrays, and unpickles one only when
+it is first asked for (``take``), its arrays made over the mapping without a copy. So
+opening costs reading the small pickles, and a first search loads the vectors and keywords
+it reads (the rows it scores come in from the mapping), not the decision graph. A section
+never asked for is written back as it was, when its graphs were not written.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from rdfmem.store.indexes import graph as graph_module
 from rdfmem.store.indexes import keywords as keywords_module
+from rdfmem.store.indexes import rowkeys as rowkeys_module
 from rdfmem.store.indexes import vectors as vectors_module
 
 __all__ = ["Section", "Sections", "code_digest"]
@@ -36,28 +40,41 @@ def code_digest() -> str:
     """A digest of the index classes' source: saved indexes are read by the code that
     wrote them only (a checkout changed between runs rebuilds)."""
     digest = blake2b(digest_size=12)
-    for module in (graph_module, keywords_module, vectors_module):
+    for module in (graph_module, keywords_module, rowkeys_module, vectors_module):
         digest.update(Path(module.__file__ or "").read_bytes())
     return digest.hexdigest()
 
 
 @dataclass(frozen=True)
 class Section:
-    """One saved index: what kind, its key in the hub, the graphs it covers, its pickle."""
+    """One saved index: what kind, its key in the hub, the graphs it covers, its pickle
+    and the buffers of the arrays that pickle left out of band (views of the mapped index
+    file once loaded)."""
 
     kind: str
     key: Any
     graphs: tuple[str, ...]
-    data: bytes
+    data: bytes | memoryview
+    buffers: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, kind: str, key: Any, graphs: tuple[str, ...], index: Any) -> Section:
-        return cls(kind, key, graphs, pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+        buffers: list[pickle.PickleBuffer] = []
+        data = pickle.dumps(index, protocol=5, buffer_callback=buffers.append)
+        return cls(kind, key, graphs, data, tuple(buffers))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The pickle and the buffers out of band (a loaded section's are memoryviews of
+        # the mapped file, read only when the section is loaded).
+        data = pickle.PickleBuffer(self.data)
+        buffers = tuple(pickle.PickleBuffer(b) for b in self.buffers)
+        return (Section, (self.kind, self.key, self.graphs, data, buffers))
 
     def load(self, seen: int) -> Any | None:
         """The index, fresh as of generation ``seen`` (None when it does not load)."""
         try:
-            index = pickle.loads(self.data)  # the owner's own file: rdfmem.backends.indexfile
+            # the owner's own file: rdfmem.backends.indexfile
+            index = pickle.loads(self.data, buffers=self.buffers)
         except Exception:  # rebuilt from the store instead
             return None
         if not isinstance(index, _KINDS[self.kind]):

@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rdfmem.store.indexes.rowkeys import Key, RowKeys
+
 __all__ = ["ANN_THRESHOLD", "RECALL_TARGET", "VectorSet"]
 
 #: Rows of one dimension from which ``VectorSet(approximate=None)`` searches with usearch:
@@ -158,8 +160,8 @@ class _Rows:
         self.dimension = dimension
         self.matrix = np.zeros((_MIN_CAPACITY, dimension), dtype=np.float32)
         self.alive = np.zeros(_MIN_CAPACITY, dtype=bool)
-        self.keys: list[tuple[str, str]] = []  # row -> (graph, subject)
-        self.row_of: dict[tuple[str, str], int] = {}
+        self.keys = RowKeys()  # row -> (graph, subject)
+        self._row_of: dict[Key, int] | None = {}  # None: made from the keys when first used
         self.dead = 0
         self.ann: Any = None
         self.built_upto = 0  # rows at the last HNSW build: later ones are also scored exactly
@@ -173,25 +175,41 @@ class _Rows:
 
     def __getstate__(self) -> dict[str, Any]:
         # Saved beside an on-disk store (``IndexHub.export``): the rows, not the HNSW graph
-        # or a build under way (built again off the request path after loading).
+        # or a build under way (built again off the request path after loading). The
+        # matrix goes whole, with room to grow (its zero rows cost no disk: holes in the
+        # index file), so rows added after loading fill the mapped matrix in place.
         state = dict(self.__dict__)
         state.update(ann=None, background=None, built=None, built_upto=0, catch_up_to=0)
         count = len(self.keys)
-        state["matrix"], state["alive"] = self.matrix[:count].copy(), self.alive[:count].copy()
-        del state["row_of"]  # it follows from the keys
+        if self.matrix.shape[0] < count + count // 4 + _MIN_CAPACITY:
+            capacity = 2 * count + _MIN_CAPACITY
+            state["matrix"] = np.zeros((capacity, self.dimension), dtype=np.float32)
+            state["alive"] = np.zeros(capacity, dtype=bool)
+            state["matrix"][:count], state["alive"][:count] = (
+                self.matrix[:count],
+                self.alive[:count],
+            )
+        state["_row_of"] = None  # it follows from the keys
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        count = len(state["keys"])
-        matrix = np.zeros((max(_MIN_CAPACITY, 2 * count), state["dimension"]), dtype=np.float32)
-        alive = np.zeros(matrix.shape[0], dtype=bool)
-        matrix[:count], alive[:count] = state["matrix"], state["alive"]
-        self.__dict__.update(state, matrix=matrix, alive=alive)
-        self.row_of = {key: row for row, key in enumerate(self.keys) if alive[row]}
+        # The arrays are views of the mapped index file (copy-on-write: a row written here
+        # changes this process's page, never the file).
+        self.__dict__.update(state)
+        for name in ("matrix", "alive", "recent"):
+            if not getattr(self, name).flags.writeable:
+                setattr(self, name, getattr(self, name).copy())
+
+    @property
+    def row_of(self) -> dict[Key, int]:
+        """Key -> its live row (made from the keys at the first write after loading)."""
+        if self._row_of is None:
+            self._row_of = self.keys.live(self.alive)
+        return self._row_of
 
     @property
     def count(self) -> int:
-        return len(self.row_of)
+        return len(self.keys) - self.dead
 
     def add(self, key: tuple[str, str], row: NDArray[np.float32]) -> None:
         n = len(self.keys)
@@ -228,8 +246,9 @@ class _Rows:
         matrix[: len(keep)] = self.matrix[keep]
         alive = np.zeros(capacity, dtype=bool)
         alive[: len(keep)] = True
-        self.keys = [self.keys[int(i)] for i in keep]
-        self.row_of = {k: i for i, k in enumerate(self.keys)}
+        kept = [k for i in keep.tolist() if (k := self.keys[i]) is not None]  # all alive
+        self.keys = RowKeys(kept)
+        self._row_of = {k: i for i, k in enumerate(kept)}
         self.matrix, self.alive, self.dead = matrix, alive, 0
         self.epoch += 1
         if self.ann is not None and self.background_builds:
@@ -426,6 +445,11 @@ class VectorSet:
         self._blocks: dict[int, _Rows] = {}
         self._searches = 0  # since the last rebuild
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Loaded beside an on-disk store: the HNSW graph is built again only once this
+        # process has searched a few times (a process that asks once and exits builds none).
+        self.__dict__.update(state, _searches=0)
+
     def __len__(self) -> int:
         return sum(b.count for b in self._blocks.values())
 
@@ -453,8 +477,8 @@ class VectorSet:
             block.matrix = matrix
             block.alive = np.zeros(matrix.shape[0], dtype=bool)
             block.alive[:count] = True
-            block.keys = list(rows)
-            block.row_of = {k: i for i, k in enumerate(block.keys)}
+            block.keys = RowKeys(rows)
+            block._row_of = {k: i for i, k in enumerate(rows)}
             blocks[dimension] = block
         self._blocks = blocks
         self._searches = 0
@@ -509,8 +533,9 @@ class VectorSet:
         else:
             hits = block.search_exact(q, limit)
         keys = block.keys
+        found = [(keys[r], s) for r, s in hits]
         ranked = sorted(
-            ((keys[r][0], keys[r][1], s) for r, s in hits), key=lambda h: (-h[2], h[1], h[0])
+            ((k[0], k[1], s) for k, s in found if k is not None), key=lambda h: (-h[2], h[1], h[0])
         )
         return ranked[:limit]
 
