@@ -102,6 +102,51 @@ async def one_run(params: StdioServerParameters, name: str) -> tuple[float, floa
     return ready, first
 
 
+#: Module groups of the import breakdown: a module's first dotted part, or these prefixes.
+_GROUPS = (
+    ("mcp_types", "the SDK's wire types (pydantic models of two protocol versions)"),
+    ("mcp", "the rest of the MCP SDK"),
+    ("pydantic", "pydantic"),
+    ("anyio", "anyio and asyncio"),
+    ("asyncio", "anyio and asyncio"),
+    ("starlette", "starlette, uvicorn and the SDK's other HTTP parts"),
+    ("uvicorn", "starlette, uvicorn and the SDK's other HTTP parts"),
+    ("sse_starlette", "starlette, uvicorn and the SDK's other HTTP parts"),
+    ("numpy", "numpy"),
+    ("httpx", "httpx (and its command line: rich, pygments), h11"),
+    ("rich", "httpx (and its command line: rich, pygments), h11"),
+    ("pygments", "httpx (and its command line: rich, pygments), h11"),
+    ("h11", "httpx (and its command line: rich, pygments), h11"),
+    ("pyoxigraph", "pyoxigraph"),
+    ("rdfmem", "rdfmem"),
+)
+_MARK = "--after--"
+
+
+def import_shares(code: str, before: str = "", repeat: int = 5) -> list[tuple[str, float]]:
+    """Milliseconds ``code`` spends importing, by group (``python -X importtime``: each
+    module's own time, the least of ``repeat`` fresh processes), after ``before`` ran."""
+    least: dict[str, int] = {}
+    script = f"{before}\nimport sys\nsys.stderr.write({_MARK!r} + '\\n')\n{code}"
+    for _ in range(repeat):
+        err = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", script],
+            capture_output=True, text=True, check=True, cwd=ROOT.parent,
+        ).stderr  # fmt: skip
+        for line in err.split(_MARK, 1)[1].splitlines():
+            parts = line.removeprefix("import time:").split("|")
+            if len(parts) != 3 or not parts[0].strip().isdigit():
+                continue
+            name = parts[2].strip()
+            least[name] = min(least.get(name, 1 << 62), int(parts[0]))
+    groups: dict[str, float] = {}
+    for name, micros in least.items():
+        top = name.split(".")[0]
+        label = next((text for key, text in _GROUPS if top == key), "other")
+        groups[label] = groups.get(label, 0.0) + micros / 1000
+    return sorted(groups.items(), key=lambda item: -item[1])
+
+
 def floor(command: list[str], runs: int) -> list[float]:
     times = []
     for _ in range(runs):
@@ -157,6 +202,7 @@ def measure(folder: Path, n: int, runs: int) -> str:
     ours = StdioServerParameters(
         command=sys.executable, args=["-m", "rdfmem", "mcp"], env=_env(ours_file)
     )
+    load_before = os.getloadavg()
     results: dict[str, list[tuple[float, float]]] = {"first": [], "ours": [], "theirs": []}
     results["first"].append(anyio.run(one_run, ours, name))
     entry = official_entry()
@@ -165,6 +211,7 @@ def measure(folder: Path, n: int, runs: int) -> str:
         if entry is not None:
             theirs = StdioServerParameters(command="node", args=[str(entry)], env=_env(theirs_file))
             results["theirs"].append(anyio.run(one_run, theirs, name))
+    load_after = os.getloadavg()
     python_floor = floor([sys.executable, "-c", "pass"], runs)
     node_floor = floor(["node", "-e", "0"], runs) if entry is not None else []
 
@@ -182,7 +229,9 @@ def measure(folder: Path, n: int, runs: int) -> str:
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, official server {PACKAGE}@{OFFICIAL_VERSION}"
-        + ("" if entry else " (not run: node/npm missing)"),
+        + ("" if entry else " (not run: node/npm missing)")
+        + f"; load average (1 min) {load_before[0]:.1f} before the runs, "
+        f"{load_after[0]:.1f} after",
         "",
         "| what | runs | p50 ms | p99 ms | slowest ms | vs official |",
         "|---|---|---|---|---|---|",
@@ -200,8 +249,38 @@ def measure(folder: Path, n: int, runs: int) -> str:
     ]
     if node_floor:
         lines.append(row("floor: `node -e 0`", node_floor, None))
-    lines.append("")
+    lines += ["", *_where_the_time_goes()]
     return "\n".join(lines)
+
+
+def _where_the_time_goes() -> list[str]:
+    """The import breakdown of the two paths, after the runs."""
+    lines = [
+        "## Where the time goes: imports",
+        "",
+        "`python -X importtime`, each module's own time, the least of 5 fresh processes "
+        "(milliseconds). Before `initialize`: `import rdfmem.mcp.server` (the CLI adds "
+        "click). Then, for the first `search_nodes` (the tools and the store, loaded once "
+        "`initialize` is answered): the modules that the tool catalog and opening the store "
+        "add.",
+        "",
+        "| path | group | ms |",
+        "|---|---|---|",
+    ]
+    server = "import rdfmem.mcp.server"
+    search = (
+        "import rdfmem.mcp.catalog, rdfmem.cli.stores, rdfmem.store.rdfstore, "
+        "rdfmem.backends.oxigraph, rdfmem.backends.attached"
+    )
+    for path, shares in (
+        ("`initialize`", import_shares(server)),
+        ("first `search_nodes`", import_shares(search, before=server)),
+    ):
+        total = sum(ms for _, ms in shares)
+        lines.append(f"| {path} | **all** | **{total:.0f}** |")
+        lines += [f"| {path} | {label} | {ms:.0f} |" for label, ms in shares if ms >= 1]
+    lines.append("")
+    return lines
 
 
 if __name__ == "__main__":

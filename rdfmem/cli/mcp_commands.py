@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -202,7 +205,25 @@ def mcp_command(
         else:
             serve_stdio(services, chosen)
     finally:
-        services.close()
+        with _finishing_on_sigterm():
+            services.close()
+
+
+@contextmanager
+def _finishing_on_sigterm() -> Iterator[None]:
+    """A block that a SIGTERM does not cut short: an MCP host closes the server's stdin,
+    waits, then sends SIGTERM and, a while later, SIGKILL. Closing the store (its indexes
+    kept, its writes flushed) goes on through the SIGTERM, so the next start does not
+    replay the write-ahead log (minutes after a first start's import)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except ValueError:  # not the main thread (an embedding caller): signals are theirs
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 @cli.command("import")

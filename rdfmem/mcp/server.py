@@ -14,23 +14,27 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import mcp.types as types
 import pydantic
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
-from mcp.server.session import ServerSession
-from mcp.server.stdio import stdio_server
-from mcp.shared.exceptions import MCPError
 
 from rdfmem.core.errors import RdfMemError
 from rdfmem.mcp.advice import explain, precheck
 from rdfmem.mcp.checks import ToolInputError, check_arguments
+from rdfmem.mcp.sdk import (
+    MCPError,
+    Server,
+    ServerRequestContext,
+    ServerSession,
+    SessionMessage,
+    stdio_server,
+    types,
+)
 from rdfmem.mcp.services import Services
 from rdfmem.mcp.specs import Reply, Spec, json_text
 from rdfmem.mcp.toolsets import ALL, DEFAULT, OFFICIAL, PRESETS
@@ -113,8 +117,10 @@ class _Tools:
         self._loaded: tuple[dict[str, Spec], list[types.Tool]] | None = None
         #: set when a first call was answered
         self.answered = threading.Event()
+        self._seen = time.monotonic()
 
     def load(self) -> tuple[dict[str, Spec], list[types.Tool]]:
+        self._seen = time.monotonic()
         with self._lock:
             if self._loaded is None:
                 from rdfmem.mcp.catalog import specs
@@ -122,6 +128,16 @@ class _Tools:
                 chosen = specs(self.names, project=self.project)
                 self._loaded = ({s.name: s for s in chosen}, [_tool(s) for s in chosen])
             return self._loaded
+
+    def seen(self) -> None:
+        """A request was just answered (``load`` notes one coming too)."""
+        self._seen = time.monotonic()
+
+    def quiet(self, gap: float, most: float) -> None:
+        """Return once no request came for ``gap`` seconds, or after ``most`` seconds."""
+        until = time.monotonic() + most
+        while (now := time.monotonic()) < until and (idle := now - self._seen) < gap:
+            time.sleep(min(gap - idle, until - now))
 
 
 def _missing(name: str, names: Sequence[str]) -> str:
@@ -145,6 +161,7 @@ def build_server(services: Services, tools: Sequence[str] = PRESETS[DEFAULT]) ->
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         _, listing = await anyio.to_thread.run_sync(catalog.load)
+        catalog.seen()
         return types.ListToolsResult(tools=listing)
 
     async def call_tool(
@@ -170,6 +187,7 @@ def build_server(services: Services, tools: Sequence[str] = PRESETS[DEFAULT]) ->
         except Exception as exc:  # a tool error, never a dead server
             logger.exception("tool %s failed", spec.name)
             return _error(f"{spec.name} failed: {type(exc).__name__}: {exc}")
+        catalog.seen()
         catalog.answered.set()
         if spec.changes_graph:
             await _notify(subscribers)
@@ -275,38 +293,85 @@ async def _notify(subscribers: weakref.WeakSet[Any]) -> None:
 
 #: Seconds the knowledge graph waits to be read into memory for a first call to be answered.
 WARM_AFTER = 1.0
+#: Seconds without a request after which the knowledge graph is read into memory (a host
+#: sends a few requests in a row at start: ``tools/list`` after the first ``tools/call``).
+QUIET = 0.2
 
 
-def _prepare(services: Services, server: Server[Any]) -> None:
-    """On a thread, while the client connects: load the tools and open the store (bringing
-    a memory.jsonl in), so the first calls do not wait for them; then, once a first call
-    was answered (or after ``WARM_AFTER`` seconds), read the knowledge graph into memory.
-    Until then ``search_nodes`` and ``open_nodes`` ask the store for just what they need,
-    and do not wait for the whole graph to be read."""
+def _prepare(
+    services: Services,
+    server: Server[Any],
+    after: threading.Event | None = None,
+    stopping: threading.Event | None = None,
+) -> None:
+    """On a thread, once ``after`` is set (the ``initialize`` answer is out: until then the
+    thread would hold the interpreter the answer needs): load the tools and open the store
+    (bringing a memory.jsonl in), so the first calls do not wait for them; then, once a
+    first call was answered (or after ``WARM_AFTER`` seconds), read the knowledge graph into
+    memory when no request came for ``QUIET`` seconds (or after ``WARM_AFTER`` more), unless
+    the server is ``stopping`` (reading it would hold up closing the store). Until then
+    ``search_nodes`` and ``open_nodes`` ask the store for just what they need, and do not
+    wait for the whole graph to be read."""
     tools = server_tools[server]
 
     def prepare() -> None:
+        if after is not None:
+            after.wait()
         try:
             tools.load()
             services.store  # noqa: B018 - opened here, off the request path
             tools.answered.wait(WARM_AFTER)
-            services.kg.warm()
+            tools.quiet(QUIET, most=WARM_AFTER)
+            if stopping is None or not stopping.is_set():
+                services.kg.warm()
         except Exception:  # the first call will report it
             logger.exception("opening the memory failed")
 
     threading.Thread(target=prepare, name="rdfmem-mcp-prepare", daemon=True).start()
 
 
+class _Sends(Protocol):
+    async def send(self, item: SessionMessage, /) -> None: ...
+    async def aclose(self) -> None: ...
+
+
+class _FirstSent:
+    """A write stream that sets ``sent`` once its first message (the ``initialize``
+    answer) is out."""
+
+    def __init__(self, stream: _Sends, sent: threading.Event) -> None:
+        self._stream = stream
+        self._sent = sent
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._stream.send(item)
+        self._sent.set()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _FirstSent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 def serve_stdio(services: Services, tools: Sequence[str] = PRESETS[DEFAULT]) -> None:
     """Serve MCP over stdin/stdout until the client closes them."""
     server = build_server(services, tools)
-    _prepare(services, server)
+    answered, stopping = threading.Event(), threading.Event()
+    _prepare(services, server, after=answered, stopping=stopping)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            options = server.create_initialization_options()
+            await server.run(read, _FirstSent(write, answered), options)
 
-    anyio.run(main)
+    try:
+        anyio.run(main)  # a client gone before its answer leaves the store unopened
+    finally:
+        stopping.set()
 
 
 def serve_http(
