@@ -33,7 +33,7 @@ class _Delaying(httpx.HTTPTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         body = request.read()
-        if b"INSERT+DATA" in body:
+        if b"INSERT+DATA" in body or b"WHERE+%7B%7D" in body:
             self.writes.append(body)
             if self.delay:
                 delay, self.delay = self.delay, 0.0

@@ -245,14 +245,16 @@ def test_a_poisoned_change_log_never_breaks_a_follower(
 def test_a_look_at_the_change_log_reads_a_bounded_number_of_rows() -> None:
     from pyoxigraph import Literal, NamedNode
 
-    from rdfmem.backends.sparql.text import MAX_CHANGE_ROWS, interpret_changes
+    from rdfmem.backends.sparql.logread import read_look
+    from rdfmem.backends.sparql.text import CHANGED_AT, MAX_CHANGE_ROWS
 
     now = Literal(
         "2026-01-01T00:00:00Z", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#dateTime")
     )
+    at = NamedNode(CHANGED_AT[1:-1])
     rows = [
-        {"c": NamedNode(f"urn:rdfmem:change:{i}"), "at": now, "g": NamedNode("urn:g"), "now": now}
+        {"c": NamedNode(f"urn:rdfmem:change:{i}"), "p": at, "o": now}
         for i in range(MAX_CHANGE_ROWS + 1)
-    ]
-    changes = interpret_changes(rows, (0.0, frozenset()), 60.0, False)
-    assert changes.everything and changes.suspect  # cut at the cap: read everything again
+    ] + [{"now": now}]
+    look = read_look(rows, (0.0, frozenset()), 60.0, False)
+    assert look.changes.everything and look.changes.suspect  # cut at the cap: read all again

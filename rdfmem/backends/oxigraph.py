@@ -28,6 +28,7 @@ from rdfmem.backends.journal import Journal, declared_scope, scope_of_quads
 from rdfmem.backends.owner import OwnerServer
 from rdfmem.core.errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
 from rdfmem.core.formats import check_rdf
+from rdfmem.core.outline import check_bindings
 
 __all__ = ["OxigraphBackend"]
 
@@ -143,6 +144,8 @@ class OxigraphBackend(Backend):
         named_graphs: Sequence[NamedNode | BlankNode] | None = None,
         substitutions: Mapping[str, Object] | None = None,
     ) -> RawResult:
+        if substitutions:  # the one rule of every backend (rdfmem.core.outline)
+            check_bindings(sparql, substitutions)
         subs: dict[Variable, Any] | None = (
             {Variable(k): v for k, v in substitutions.items()} if substitutions else None
         )

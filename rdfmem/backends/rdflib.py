@@ -49,6 +49,7 @@ from rdfmem.core.errors import (
     QueryError,
     RdfMemError,
 )
+from rdfmem.core.outline import check_bindings
 from rdfmem.core.terms import from_rdflib
 
 __all__ = ["RdflibBackend"]
@@ -241,6 +242,8 @@ class RdflibBackend(Backend):
         named_graphs: Sequence[NamedNode | BlankNode] | None = None,
         substitutions: Mapping[str, Object] | None = None,
     ) -> RawResult:
+        if substitutions:  # the one rule of every backend (rdfmem.core.outline)
+            check_bindings(sparql, substitutions)
         text = read_escapes(sparql)
         with self.lock, _quiet_rdflib():
             with translated("SPARQL syntax error"):

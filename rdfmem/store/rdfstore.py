@@ -387,6 +387,7 @@ class RemoteStore(RdfStore):
         max_quads_per_request: int | None = None,
         snapshot_reads: bool | None = None,
         transport: httpx.BaseTransport | None = None,
+        staging_idle_ms: int | None = None,
         **options: Any,
     ) -> RemoteStore:
         """A store on the server at ``query_url`` (updates to ``update_url``, or to the same
@@ -421,6 +422,7 @@ class RemoteStore(RdfStore):
             max_quads_per_request=max_quads_per_request,
             snapshot_reads=snapshot_reads,
             transport=transport,
+            staging_idle_ms=staging_idle_ms,
         )
         return cls(backend, region=region, namespace=namespace, **options)
 

@@ -59,7 +59,8 @@ from rdfmem.backends.sparql.lease_steps import (
     release,
 )
 from rdfmem.backends.sparql.leases import check
-from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, log_change
+from rdfmem.backends.sparql.oneop import write_operation
+from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, change_template, log_change
 from rdfmem.backends.sparql.wire import compile_match, edit_requests, to_wire
 from rdfmem.core.errors import BackingError, InvalidTerm, QueryError, StoreError
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value
@@ -233,6 +234,7 @@ class NetworkEntries:
                 old = await self._aentry(subject)
             new, result = edit(old)
             parts: list[str] = []
+            change_logged = False
             if new is not None:
                 gone, added = await self._aversioned(subject, new, claim)
                 if gone or added:
@@ -241,12 +243,31 @@ class NetworkEntries:
                             versioned_request(old + gone, new + added, backend.default_graph)
                         )
                     ]
-                else:
+                elif backend.server.lower().startswith("oxigraph") or not (old or new):
                     parts = edit_requests(old, new, default_graph=backend.default_graph)
+                else:  # one operation: Virtuoso keeps the operations before one that fails
+                    change = ""
+                    if backend.change_log:
+                        graphs = [self.kv_graph.value]
+                        change = change_template(
+                            backend.change_graph, uuid.uuid4().hex, graphs, [subject]
+                        )
+                    written = [q for q in new if q not in old]
+                    gone_now = [q for q in old if q not in new]
+                    if gone_now or written:
+                        parts = [
+                            write_operation(
+                                gone_now,
+                                written,
+                                default_graph=backend.default_graph,
+                                change=change,
+                            )
+                        ]
+                    change_logged = True
                 if parts and backend.change_log and (gone or added):
                     records = change_records(backend.change_graph, [*old, *new, *gone, *added])
                     parts[-1] += " ; " + " ; ".join(records)
-                elif parts and backend.change_log:
+                elif parts and backend.change_log and not change_logged:
                     parts[-1] += " ; " + log_change(
                         backend.change_graph, uuid.uuid4().hex, [self.kv_graph.value], [subject]
                     )

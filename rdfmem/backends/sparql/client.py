@@ -32,8 +32,9 @@ GraphDB or Neptune:
   (``match``, ``select``/``ask``/``count`` with a blank node) asks for every blank node
   in its place and keeps the server's node with that label; removing a quad that holds
   one deletes it by pattern when the blank nodes matching the pattern are all being
-  removed, and raises ``InvalidTerm`` otherwise (another client's write between the
-  check and the delete could widen it); a write that names a blank node read from the
+  removed, and raises ``InvalidTerm`` otherwise; the delete lands only while the pattern
+  matches as many blank nodes as the check counted (a look-alike added meanwhile is never
+  removed: the write is checked again); a write that names a blank node read from the
   server mints a new node (as ``INSERT DATA`` always does: give nodes that must gain
   triples later an IRI); a blank node cannot be a pre-bound value (``VALUES`` cannot
   hold one) nor name a graph.
@@ -51,7 +52,11 @@ GraphDB or Neptune:
   ``X-SPARQL-MaxRows``), rdfmem's own reads page through it; a raw query raises.
 * **Large writes**: against Virtuoso, which refuses an update of ~1,500 quads, a write of
   more than 500 quads (``max_quads_per_request``) is staged in scratch graphs and applied
-  by **one** request (``rdfmem.backends.sparql.writes``).
+  by **one** operation, which lands only while every part is staged; a dead client's
+  scratch graphs are dropped by the next client that stages (``staging_idle_ms``;
+  ``rdfmem.backends.sparql.writes``).
+* **One operation per write** on Virtuoso, which keeps a request's operations before one
+  that failed (``rdfmem.backends.sparql.oneop``).
 * ``exclusive`` is a lease on the server (``rdfmem.backends.sparql.leases``), so the key/value
   layer's read-modify-writes are atomic across processes and machines.
 
@@ -101,7 +106,7 @@ from rdfmem.backends.sparql.wire import (
     to_wire,
     with_base,
 )
-from rdfmem.backends.sparql.writes import drop, drop_abandoned, prepare
+from rdfmem.backends.sparql.writes import drop, drop_abandoned, drop_gate, prepare, refusal
 from rdfmem.core.errors import BackingError, InvalidTerm
 from rdfmem.core.guard import query_form
 
@@ -130,6 +135,8 @@ VIRTUOSO_GRAPHS = [
     NamedNode("http://localhost:8890/DAV/"),
 ]
 _VIRTUOSO_QUADS = 500
+#: Times a write whose blank-node condition failed is planned again.
+_GUARDED_ATTEMPTS = 3
 
 
 # -- the backend ----------------------------------------------------------------------------
@@ -175,6 +182,9 @@ class SparqlBackend(Backend):
             by default true for Oxigraph server only (Virtuoso reads committed rows as it
             goes, so there it would read stale values).
         transport: an httpx transport (retries, proxies, tests).
+        staging_idle_ms: a staged write with no part for this long (server's clock) was
+            left by a dead client; the next client that stages drops it (by default four
+            request timeouts, at least a minute: ``rdfmem.backends.sparql.writes``).
     """
 
     supports_update = True
@@ -202,6 +212,7 @@ class SparqlBackend(Backend):
         max_quads_per_request: int | None = None,
         snapshot_reads: bool | None = None,
         transport: httpx.BaseTransport | None = None,
+        staging_idle_ms: int | None = None,
     ) -> None:
         super().__init__(exclusive_writer=False)  # other clients write the server too
         self._abandoned_checked = 0.0  # when this client last dropped abandoned staging
@@ -218,6 +229,11 @@ class SparqlBackend(Backend):
         except (ValueError, httpx.InvalidURL) as exc:
             raise InvalidTerm(f"invalid remote store option: {exc}") from exc
         self.max_quads_per_request = max_quads_per_request
+        # A part of a live staged write arrives at least every request timeout (and
+        # retries): four of them, at least a minute, tell a dead client.
+        self.staging_idle_ms = (
+            staging_idle_ms if staging_idle_ms is not None else max(60_000, int(timeout * 4000))
+        )
         self._snapshot_reads = snapshot_reads
         self.server = ""  # the Server header, once seen
         # Uncompressed bodies by default: Virtuoso closes the connection after each
@@ -369,6 +385,13 @@ class SparqlBackend(Backend):
                 self._snapshot_reads = self.server.lower().startswith("oxigraph")
         return bool(self._snapshot_reads)
 
+    def whole_requests(self) -> bool:
+        """Whether the server undoes a whole request when one of its operations fails
+        (Oxigraph server; not Virtuoso, nor a server not known): asks who it is, once."""
+        if not self.server:
+            self.health(5000)
+        return self.server.lower().startswith("oxigraph")
+
     def update(self, sparql: str, *, base_iri: str | None = None) -> None:
         """Run SPARQL Update, sent exactly as written: no text of it is rewritten and no
         dataset parameter is added (Virtuoso reads ``default-graph-uri`` on an update as a
@@ -485,19 +508,30 @@ class SparqlBackend(Backend):
         change_graph = self.change_graph if self.change_log else None
         if limit is not None and len(remove) + len(add) > limit:
             # A client that stages writes also clears what killed clients left staged
-            # (at most every ten minutes: one small query).
+            # (at most every half idle time: two small queries).
             moment = time.monotonic()
-            if moment - self._abandoned_checked > 600 or not self._abandoned_checked:
+            idle = self.staging_idle_ms / 1000.0
+            if moment - self._abandoned_checked > idle / 2 or not self._abandoned_checked:
                 self._abandoned_checked = moment
                 if not self.server:
                     self.health(5000)
-                drop_abandoned(self, empty_graph_patterns="virtuoso" not in self.server.lower())
-        scratch, requests = prepare(self, remove, add, limit=limit, change_graph=change_graph)
-        try:
-            self.leases.write(requests)
-        except BaseException:
-            drop(self, scratch)  # the write did not happen: leave no scratch graph behind
-            raise
+                virtuoso = "virtuoso" in self.server.lower()
+                drop_abandoned(self, empty_graph_patterns=not virtuoso, idle_s=idle)
+        for attempt in range(_GUARDED_ATTEMPTS):
+            scratch, requests, guard = prepare(
+                self, remove, add, limit=limit, change_graph=change_graph
+            )
+            try:
+                self.leases.write(requests)
+                return
+            except BaseException as exc:
+                drop(self, scratch)  # the write did not happen: leave no scratch graph behind
+                if guard is None or not guard.named_in(exc):
+                    raise
+                drop_gate(self, guard)
+                if scratch or attempt == _GUARDED_ATTEMPTS - 1:
+                    raise refusal(guard) from exc
+                # Blank nodes matching a pattern changed meanwhile: check them again.
 
     def changes_since(
         self,

@@ -35,6 +35,7 @@ from rdfmem.core.terms import sparql_term
 __all__ = [
     "STAGING_PREFIX",
     "blanks_match",
+    "chunks",
     "compile_blank_delete",
     "compile_match",
     "dataset_form",
@@ -43,6 +44,7 @@ __all__ = [
     "has_blank",
     "is_scratch",
     "prefetched_quads",
+    "quad_data",
     "read_answer",
     "row_quads",
     "solution_row",
@@ -241,6 +243,17 @@ def _data(quads: Sequence[Quad], default_graph: NamedNode | None) -> str:
     )
 
 
+def quad_data(quads: Sequence[Quad], default_graph: NamedNode | None) -> str:
+    """Quads as the triples of a data block or template (``GRAPH`` groups for named
+    graphs; the default graph's triples outside, or in ``GRAPH default_graph``).
+
+    >>> quad_data([Quad(NamedNode("urn:s"), NamedNode("urn:p"), NamedNode("urn:o"),
+    ...     NamedNode("urn:g"))], None)
+    'GRAPH <urn:g> { <urn:s> <urn:p> <urn:o> . }'
+    """
+    return _data(quads, default_graph)
+
+
 def _chunks(quads: Sequence[Quad], limit: int) -> list[list[Quad]]:
     """``quads`` in chunks of at most ``limit``, the quads of one blank node in one chunk
     (the server mints one node per label per request), unless they alone exceed it."""
@@ -265,6 +278,12 @@ def _chunks(quads: Sequence[Quad], limit: int) -> list[list[Quad]]:
             chunks.append([])
         chunks[-1].extend(group)
     return [c for c in chunks if c]
+
+
+def chunks(quads: Sequence[Quad], limit: int) -> list[list[Quad]]:
+    """``quads`` in chunks of at most ``limit``, the quads of one blank node in one chunk
+    (the server mints one node per label per request), unless they alone exceed it."""
+    return _chunks(quads, limit)
 
 
 def _insert(quads: Sequence[Quad], default_graph: NamedNode | None) -> str:
