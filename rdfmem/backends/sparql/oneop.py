@@ -45,8 +45,8 @@ from rdfmem.backends.sparql.wire import (
     graph_on_wire,
     has_blank,
     quad_data,
+    stage_quads,
 )
-from rdfmem.core.errors import InvalidTerm
 from rdfmem.core.terms import sparql_term
 
 __all__ = [
@@ -161,19 +161,7 @@ def staged_plan(
     Raises:
         InvalidTerm: a quad to remove holds a blank node; a graph named by a blank node.
     """
-    if any(has_blank(q) for q in remove):
-        raise InvalidTerm("DELETE DATA cannot name a blank node: see compile_blank_delete")
-    scratch: dict[tuple[str, str], NamedNode] = {}
-
-    def stage(verb: str, quad: Quad) -> Quad:
-        target = graph_on_wire(quad.graph_name, default_graph)
-        key = (verb, "" if isinstance(target, DefaultGraph) else sparql_term(target))
-        graph = scratch.get(key)
-        if graph is None:
-            graph = scratch[key] = NamedNode(f"{STAGING_PREFIX}{token}:{len(scratch)}")
-        return Quad(quad.subject, quad.predicate, quad.object, graph)
-
-    staged = [stage("INSERT", q) for q in add] + [stage("DELETE", q) for q in remove]
+    staged, scratch = stage_quads(remove, add, default_graph, token)
     live = NamedNode(f"{STAGING_PREFIX}{token}:live")
     mark = sparql_term(live)
     # Each part holds its mark (its number in the live graph): the marks tell that every

@@ -48,6 +48,7 @@ __all__ = [
     "read_answer",
     "row_quads",
     "solution_row",
+    "stage_quads",
     "staged_edit",
     "to_wire",
     "with_base",
@@ -355,6 +356,30 @@ def is_scratch(graph: Any) -> bool:
     return isinstance(graph, NamedNode) and graph.value.startswith(STAGING_PREFIX)
 
 
+def stage_quads(
+    remove: Sequence[Quad], add: Sequence[Quad], default_graph: NamedNode | None, token: str
+) -> tuple[list[Quad], dict[tuple[str, str], NamedNode]]:
+    """``add`` then ``remove`` moved into scratch graphs (one per verb and target graph,
+    named ``STAGING_PREFIX + token:n``), and those graphs by (verb, target).
+
+    Raises:
+        InvalidTerm: a quad to remove holds a blank node; a graph named by a blank node.
+    """
+    if any(has_blank(q) for q in remove):
+        raise InvalidTerm("DELETE DATA cannot name a blank node: see compile_blank_delete")
+    scratch: dict[tuple[str, str], NamedNode] = {}
+
+    def stage(verb: str, quad: Quad) -> Quad:
+        target = graph_on_wire(quad.graph_name, default_graph)
+        key = (verb, "" if isinstance(target, DefaultGraph) else sparql_term(target))
+        graph = scratch.get(key)
+        if graph is None:
+            graph = scratch[key] = NamedNode(f"{STAGING_PREFIX}{token}:{len(scratch)}")
+        return Quad(quad.subject, quad.predicate, quad.object, graph)
+
+    return [stage("INSERT", q) for q in add] + [stage("DELETE", q) for q in remove], scratch
+
+
 def staged_edit(
     remove: Sequence[Quad],
     add: Sequence[Quad],
@@ -386,19 +411,7 @@ def staged_edit(
     Raises:
         InvalidTerm: a quad to remove holds a blank node; a graph named by a blank node.
     """
-    if any(has_blank(q) for q in remove):
-        raise InvalidTerm("DELETE DATA cannot name a blank node: see compile_blank_delete")
-    scratch: dict[tuple[str, str], NamedNode] = {}
-
-    def stage(verb: str, quad: Quad) -> Quad:
-        target = graph_on_wire(quad.graph_name, default_graph)
-        key = (verb, "" if isinstance(target, DefaultGraph) else sparql_term(target))
-        graph = scratch.get(key)
-        if graph is None:
-            graph = scratch[key] = NamedNode(f"{STAGING_PREFIX}{token}:{len(scratch)}")
-        return Quad(quad.subject, quad.predicate, quad.object, graph)
-
-    staged = [stage("INSERT", q) for q in add] + [stage("DELETE", q) for q in remove]
+    staged, scratch = stage_quads(remove, add, default_graph, token)
     parts = [_insert(chunk, None) for chunk in _chunks(staged, limit)]
     ops = []
     for (verb, target), graph in sorted(scratch.items(), key=lambda item: item[0][0] != "INSERT"):
