@@ -124,7 +124,10 @@ def test_processes_quick_reports_each_measure(tmp_path: Path) -> None:
     assert "## 3 processes × 100 `update` on one on-disk store" in table
     assert "Expected 300; **the counter holds" in table
     assert "## Turns of an attached process against the owner's" in table
-    assert "| phase | process | turns | first | p50 | p99 | slowest |" in table
+    assert (
+        "| phase | process | turns | requests to the owner (median per turn) | first | p50 "
+        "| p99 | slowest |" in table
+    )
     assert "## Two `rdfmem mcp STORE` stdio servers × 40 `add_observations`" in table
     assert "Seen by the two servers:" in table
 

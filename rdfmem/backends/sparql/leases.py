@@ -60,9 +60,7 @@ request, only while the claim is live by its own clock and its fencing counter i
 the client left it, and refuses it otherwise (``LeaseExpired``, nothing written); a late,
 repeated or stale request cannot land. The client also stops trusting a lease a little
 before its end (a fifth of the ttl, at most 1 s, on a clock that counts suspend: ``clock``)
-and renews a claim of its own when a quarter of its ttl is left, so long sections go on;
-an open section's claim is also renewed from a thread (``lease_keeper``) while the section
-computes without talking to the server.
+and renews a claim of its own when a quarter of its ttl is left, so long sections go on.
 
 A read-modify-write (``Leases.exclusive``) costs three requests when nobody else wants the
 subject: insert the claim; read the claims, and with them the subject's quads when one
@@ -90,9 +88,8 @@ through unchanged with "a claim on S" read as "a claim conflicting with S".
 The protocol is written as generators of steps (``Select``, ``Update``, ``Sleep``) with no
 I/O (``rdfmem.backends.sparql.lease_steps``), run by ``run`` (``lease_run``); tests interleave
 several of them step by step against a local store. Beside ``Leases`` live the claims it
-keeps (``lease_kept``), the thread renewing open sections' claims (``lease_keeper``), its
-memory of contention (``lease_contention``) and its threads' turns and sections
-(``lease_local``).
+keeps (``lease_kept``), its memory of contention (``lease_contention``) and its threads'
+turns and sections (``lease_local``).
 """
 
 from __future__ import annotations
@@ -118,7 +115,6 @@ from rdfmem.backends.sparql.lease_fence import (
     send_fenced,
     started,
 )
-from rdfmem.backends.sparql.lease_keeper import Keeper
 from rdfmem.backends.sparql.lease_kept import KeptClaims
 from rdfmem.backends.sparql.lease_local import Section, SubjectLocks, fences_of
 from rdfmem.backends.sparql.lease_run import Wire, run
@@ -219,7 +215,6 @@ class Leases:
             linger_s=self.linger_ms / 1000.0, spare_s=self.ttl_ms / 2000.0, delete=self._delete
         )
         self.contention = Contention()
-        self._keeper = Keeper(self._renew)
 
     def acquire(
         self, subjects: Sequence[NamedNode], ttl_ms: int, max_wait_ms: int, label: str
@@ -334,8 +329,6 @@ class Leases:
             section = Section(fences, None, within=within)
             if missing:
                 self._claim(section, missing)
-                if section.own is not None:
-                    self._keeper.watch(section.own)
             won = clock()
             stack = self._sections()
             stack.append(section)
@@ -343,18 +336,12 @@ class Leases:
                 yield
             except BaseException:
                 stack.pop()
-                self._unwatch(section)
                 self._close(section, raise_expired=False)
                 raise
             stack.pop()
-            self._unwatch(section)
             self._close(section, raise_expired=True)
             if section.own is not None:
                 self.pace.held(clock() - won)
-
-    def _unwatch(self, section: Section) -> None:
-        if section.own is not None:
-            self._keeper.unwatch(section.own)
 
     def _claim(self, section: Section, missing: list[NamedNode]) -> None:
         """Give ``section`` a claim of its own on ``missing``: a kept one when it covers
