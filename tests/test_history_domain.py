@@ -6,6 +6,7 @@ server (``make_store``)."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 from pathlib import Path
 
 import pytest
@@ -157,10 +158,16 @@ def test_reads_of_the_past_need_a_store_keeping_history() -> None:
 def test_a_decision_node_keeps_its_versions(make_store: StoreFactory) -> None:
     graph = DecisionGraph(make_store(history=True, agent="urn:agent:planner"))
     graph.add_node(Node(id="ship", type="goal", label="Ship v1"))
+    # Apart by more than a server's clock resolution (a version's time is the store's
+    # clock, a server's NOW() on a remote store; ``first`` is this process's).
+    time.sleep(0.02)
     first = now()
+    time.sleep(0.02)
     with graph.store.attributed(by="urn:agent:lead", why="shipped on Friday"):
         graph.update_node("ship", status="completed")
+    time.sleep(0.02)
     second = now()
+    time.sleep(0.02)
     graph.delete_node("ship")
 
     versions = graph.history("ship")
