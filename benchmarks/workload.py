@@ -76,8 +76,9 @@ def embed(texts: list[str]) -> list[list[float]]:
 
 
 def preload_rdfmem(store: RdfStore, n: int, rng: random.Random, chunk: int | None = None) -> None:
-    """n memories (bulk-loaded as N-Triples: a write that bypasses the read-side indexes, as
-    ``rdfmem import`` or a Turtle file does) and n decision nodes with n edges through
+    """n memories (bulk-loaded as N-Triples through ``RdfStore.load``, as a Turtle file or a
+    backup is: the load keeps the memory indexes of the ``Memories`` made before it, and
+    its time counts that) and n decision nodes with n edges through
     ``DecisionGraph.add_nodes`` / ``add_edges``, ``chunk`` per call when given."""
     memories = Memories(store, project="bench")
     graph = memories.graph("project")

@@ -188,16 +188,21 @@ class Backend(ABC):
         *,
         base_iri: str | None = None,
         to_graph: NamedNode | BlankNode | None = None,
+        observe: Callable[[Quad], None] | None = None,
     ) -> int:
         """Parse ``data`` and add its quads in one step; returns how many were read.
         Blank nodes are renamed apart: ``_:x`` in two documents (or two loads of one) are
-        two nodes, as in pyoxigraph's ``Store.load``.
+        two nodes, as in pyoxigraph's ``Store.load``. ``observe`` is shown each quad added
+        (the index hub keeps its indexes from the load: ``rdfmem.store.indexes.loading``).
 
         Raises:
             FormatError: the data does not parse as ``format``.
         """
         quads = parse_rdf(data, format, base_iri=base_iri, to_graph=to_graph)
         self.apply([], quads)  # counted by apply
+        if observe is not None:
+            for quad in quads:
+                observe(quad)
         return len(quads)
 
     def dump(

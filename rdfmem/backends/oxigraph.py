@@ -244,6 +244,7 @@ class OxigraphBackend(Backend):
         *,
         base_iri: str | None = None,
         to_graph: NamedNode | BlankNode | None = None,
+        observe: Callable[[Quad], None] | None = None,
     ) -> int:
         # pyoxigraph parses while one transaction adds: as fast as Store.load, and the
         # count comes for free (Store.load says nothing, and len(store) scans it).
@@ -256,6 +257,8 @@ class OxigraphBackend(Backend):
                 count += 1
                 if to_graph is not None and isinstance(quad.graph_name, DefaultGraph):
                     quad = Quad(quad.subject, quad.predicate, quad.object, to_graph)
+                if observe is not None:
+                    observe(quad)
                 yield quad
 
         try:

@@ -36,6 +36,7 @@ import unicodedata
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -47,6 +48,7 @@ from rdfmem.core.errors import InvalidValue
 from rdfmem.core.ontology import RDFMEM
 from rdfmem.core.terms import sparql_term
 from rdfmem.store.indexes import IndexHub, VectorSet
+from rdfmem.store.indexes.loading import Loaded
 from rdfmem.store.known_rows import subject_rows
 
 if TYPE_CHECKING:
@@ -319,6 +321,19 @@ class VectorWrite:
         self.changes.append((subject, None))
 
 
+def vector_of(literal: Any) -> Vector | None:
+    """The vector of an ``rm:float32Vector`` literal; None for anything else, or broken."""
+    if not isinstance(literal, Literal) or literal.datatype != FLOAT32_VECTOR:
+        return None
+    try:
+        raw = binascii.a2b_base64(literal.value)
+    except (binascii.Error, ValueError):
+        return None
+    if not raw or len(raw) % 4:
+        return None
+    return np.frombuffer(raw, dtype="<f4")
+
+
 #: Past this many subjects written by other processes, an index is read again whole.
 PATCH_LIMIT = 2_000
 
@@ -343,6 +358,38 @@ def patch(
                 index.put(graph, subject, value)
 
 
+def keep_loaded(
+    sets: Sequence[Any],
+    own: Any,
+    before: set[int],
+    graph: str,
+    entries: dict[str, Any],
+    read_own: Callable[[], Any],
+    read: Callable[[str, Sequence[str]], Iterator[tuple[str, str, Any]]],
+    generation: int,
+) -> None:
+    """Keep ``sets`` (the ``VectorSet``s or ``KeywordSet``s covering ``graph``) from a bulk
+    load (``rdfmem.store.indexes.loading``). ``entries``: subject -> its value made from
+    the loaded triples alone, or None when it must be read again. A set fresh right
+    before the load (its id in ``before``) takes the subjects new to it as they are and
+    reads the others again; the graph's own set (``own``), stale or new, is read whole now
+    (``read_own``), so no later read pays for it; other stale sets stay stale."""
+    for index in sets:
+        if id(index) not in before:
+            if index is own:
+                read_own()
+            continue
+        again: set[tuple[str, str]] = set()
+        for subject, value in entries.items():
+            if value is None or (graph, subject) in index:
+                again.add((graph, subject))
+            else:
+                index.put(graph, subject, value)
+        if again:
+            patch(index, again, read)
+        index.seen = generation
+
+
 class VectorIndex:
     """The stored vectors of some named graphs, searched by cosine.
 
@@ -358,6 +405,33 @@ class VectorIndex:
     def __init__(self, store: RdfStore, predicate: NamedNode = EMBEDDING) -> None:
         self.store = store
         self.predicate = predicate
+        hub = store.indexes
+        if hub is not None:
+            hub.watch(f"vectors {predicate.value}", (predicate.value,), self._loaded)
+
+    def _loaded(self, loaded: Loaded, before: set[int]) -> None:
+        # A bulk load added vectors: kept in the sets now (``IndexHub.load``).
+        hub = self.store.indexes
+        if hub is None:
+            return
+        predicate = self.predicate.value
+        for graph, subjects in loaded.pairs(predicate).items():
+            entries: dict[str, Any] = {}
+            for subject, pairs in subjects.items():
+                vector = vector_of(pairs[0][1]) if len(pairs) == 1 else None
+                if len(pairs) > 1 or vector is not None:  # a broken one is not searchable
+                    entries[subject] = vector
+            own = hub.vectors((graph,), predicate)
+            keep_loaded(
+                hub.vector_sets(graph, predicate),
+                own,
+                before,
+                graph,
+                entries,
+                partial(self._fresh, hub, (graph,)),
+                self._subject_entries,
+                hub.generation,
+            )
 
     def search(
         self, graphs: Sequence[NamedNode], query: Vector, limit: int
@@ -478,14 +552,8 @@ class VectorIndex:
         for row in rows:
             subject, literal = row["s"], row["v"]
             name = graph if graph is not None else row["g"].value
-            if not isinstance(literal, Literal) or literal.datatype != FLOAT32_VECTOR:
-                continue
             if not isinstance(subject, NamedNode):
                 continue  # a blank node cannot be read back by a later query
-            try:
-                raw = binascii.a2b_base64(literal.value)
-            except (binascii.Error, ValueError):
-                continue  # a vector written by someone else, broken: not searchable
-            if not raw or len(raw) % 4:
-                continue
-            yield name, subject.value, np.frombuffer(raw, dtype="<f4")
+            vector = vector_of(literal)
+            if vector is not None:  # one written by someone else, broken: not searchable
+                yield name, subject.value, vector

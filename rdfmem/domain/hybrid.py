@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from pyoxigraph import Literal as RdfLiteral
@@ -29,9 +30,10 @@ from pyoxigraph import NamedNode
 
 from rdfmem.core.errors import InvalidValue
 from rdfmem.core.terms import sparql_term
-from rdfmem.domain.embeddings import PATCH_LIMIT, Embedder, VectorIndex, patch
+from rdfmem.domain.embeddings import PATCH_LIMIT, Embedder, VectorIndex, keep_loaded, patch
 from rdfmem.store.indexes.follow import text_follower
 from rdfmem.store.indexes.keywords import KeywordSet
+from rdfmem.store.indexes.loading import Loaded
 from rdfmem.store.known_rows import subject_rows
 
 if TYPE_CHECKING:
@@ -142,6 +144,34 @@ class TextIndex:
         self.store = store
         self.predicates = tuple(predicates)
         self.name = " ".join(p.value for p in self.predicates)
+        hub = store.indexes
+        if hub is not None:
+            hub.watch(f"keywords {self.name}", [p.value for p in self.predicates], self._loaded)
+
+    def _loaded(self, loaded: Loaded, before: set[int]) -> None:
+        # A bulk load added texts: kept in the sets now (``IndexHub.load``); a new subject's
+        # text is its loaded literals in the order ``_texts`` joins them.
+        hub = self.store.indexes
+        if hub is None:
+            return
+        order = {p.value: i for i, p in enumerate(self.predicates)}
+        for graph, subjects in loaded.pairs(*order).items():
+            entries: dict[str, Any] = {}
+            for subject, pairs in subjects.items():
+                values = sorted((order[p], o.value) for p, o in pairs if isinstance(o, RdfLiteral))
+                if values:
+                    entries[subject] = "\n".join(v for _, v in values)
+            own = hub.keywords((graph,), self.name)  # made first: one of the sets below
+            keep_loaded(
+                hub.keyword_sets(graph, self.name),
+                own,
+                before,
+                graph,
+                entries,
+                partial(self._fresh, hub, (graph,)),
+                self._subject_entries,
+                hub.generation,
+            )
 
     def search(self, graphs: Sequence[NamedNode], query: str, limit: int) -> list[Hit]:
         """``(graph, subject, score)`` of the best ``limit`` texts with a BM25 score above 0,

@@ -510,8 +510,16 @@ class TripleStore:
         name = None if graph is None else to_graph(graph)
         if isinstance(name, (Variable, DefaultGraph)):
             name = None
-        with self.backend.lock:
-            return self.backend.load(raw, fmt, base_iri=base_iri, to_graph=name)
+        backend = self.backend
+        hub = getattr(self, "indexes", None)  # an RdfStore's index hub: kept from the load
+        if hub is None:
+            with backend.lock:
+                return backend.load(raw, fmt, base_iri=base_iri, to_graph=name)
+        return int(
+            hub.load(
+                lambda see: backend.load(raw, fmt, base_iri=base_iri, to_graph=name, observe=see)
+            )
+        )
 
 
 def _wrap(raw: Any) -> QueryResult:

@@ -33,13 +33,15 @@ False
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from rdfmem.backends.base import Backend
 from rdfmem.store.indexes.graph import GraphIndex
 from rdfmem.store.indexes.keywords import KeywordSet
+from rdfmem.store.indexes.loading import Loaded, Watcher
 from rdfmem.store.indexes.saved import Section, Sections, code_digest
 from rdfmem.store.indexes.vectors import VectorSet
 
@@ -64,6 +66,9 @@ class IndexHub:
         self._vectors: dict[tuple[tuple[str, ...], str], VectorSet] = {}
         self._graphs: dict[str, GraphIndex] = {}
         self._keywords: dict[tuple[tuple[str, ...], str], KeywordSet] = {}
+        #: Who keeps which index from a bulk load: a key (one per kind of index) -> the
+        #: watched predicates and the watcher (held weakly: a gone ``Memories`` is no one).
+        self._watchers: dict[str, tuple[frozenset[str], weakref.WeakMethod[Watcher]]] = {}
         saved, backend.saved_indexes = backend.saved_indexes, None
         usable = saved if backend.exclusive_writer else None
         self._saved = Sections(usable, backend.generation)
@@ -175,6 +180,37 @@ class IndexHub:
             finally:
                 self._settle()
                 self._scopes.pop()
+
+    # -- bulk loads -------------------------------------------------------------------------
+
+    def watch(self, key: str, predicates: Iterable[str], watcher: Watcher) -> None:
+        """Have ``watcher`` (a bound method) keep its index sets from each bulk load that
+        adds triples of ``predicates``; one watcher a ``key`` (the latest one)."""
+        self._watchers[key] = (frozenset(predicates), weakref.WeakMethod(watcher))
+
+    def load(self, run: Callable[[Callable[[Any], None]], int]) -> int:
+        """Run a bulk load (``run(see)``, where the backend calls ``see(quad)`` for each
+        quad it adds) as a write to the named graphs it touches, then let the watchers put
+        what it added into their sets, under ``backend.lock``. A load that also writes the
+        default graph, or that fails part-way, is of unknown scope (every index is read
+        again before its next read)."""
+        with self.backend.lock:
+            self._settle()
+            watchers = [(p, w) for p, ref in self._watchers.values() if (w := ref()) is not None]
+            loaded = Loaded(frozenset().union(*(p for p, _ in watchers)))
+            sets: list[Any] = [*self._vectors.values(), *self._keywords.values()]
+            before = {id(s) for s in sets if self.fresh(s.seen, s.graphs)}
+            done = False
+            try:
+                count = run(loaded.see)
+                done = True
+            finally:
+                named = done and not loaded.unnamed
+                self._record(tuple(sorted(loaded.graphs)) if named else None)
+            if done:
+                for _, watcher in watchers:
+                    watcher(loaded, before)
+            return count
 
     # -- the indexes -----------------------------------------------------------------------
 

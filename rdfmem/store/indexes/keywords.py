@@ -430,6 +430,10 @@ class KeywordSet:
             if size >= 64 and size & (size - 1) == 0:  # at each doubling: drop stale ones
                 p.purge(self._current(p))
 
+    def __contains__(self, key: object) -> bool:
+        """Whether ``(graph, subject)`` has a text here."""
+        return key in self._doc_of
+
     def remove(self, graph: str, subject: str) -> bool:
         """Forget the text of ``subject`` in ``graph``; True when there was one."""
         doc = self._doc_of.pop((graph, subject), None)

@@ -494,6 +494,10 @@ class VectorSet:
             block = self._blocks[row.shape[0]] = _Rows(row.shape[0])
         block.add(key, row)
 
+    def __contains__(self, key: object) -> bool:
+        """Whether ``(graph, subject)`` has a vector here."""
+        return any(key in block.row_of for block in self._blocks.values())
+
     def remove(self, graph: str, subject: str) -> bool:
         """Forget the vector of ``subject`` in ``graph``; True when there was one."""
         key = (graph, subject)
