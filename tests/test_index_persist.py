@@ -114,3 +114,37 @@ def test_a_process_killed_at_a_random_point_never_leaves_a_stale_index(
     with RdfStore.open(path) as store:
         found = {m.title for m, _ in Memories(store).search("zebra", limit=10_000)}
         assert {f"killed {i}" for i in range(acknowledged)} <= found
+
+
+def test_a_saved_graph_index_answers_as_the_one_it_was_saved_from() -> None:
+    """A saved decision index makes its nodes as they are first read (no 30,000 objects on
+    the first turn after opening): every read and change answers as the original does."""
+    import pickle
+
+    from rdfmem.store.indexes.graph import GraphIndex
+
+    def build() -> GraphIndex:
+        g = GraphIndex("urn:g")
+        for i in range(50):
+            g.put_node(f"n{i}", "goal" if i % 5 == 0 else "decision", "active", (i, f"n{i}"), i)
+        for i in range(49):
+            g.link(f"n{i}", f"n{i + 1}")
+        return g
+
+    original, saved = build(), pickle.loads(pickle.dumps(build()))
+    for g in (original, saved):
+        assert len(g.nodes) == 50 and "n7" in g.nodes and "zz" not in g.nodes
+    assert saved.value("n7") == original.value("n7") == 7
+    assert saved.newest("goal", 3) == original.newest("goal", 3)
+    assert saved.reachable("n45") == original.reachable("n45")
+    for g in (original, saved):
+        g.remove_node("n48")
+        g.put_node("n3", "goal", "completed", (3, "n3"), "three")
+        g.put_node("n99", "goal", "active", (99, "n99"), 99)
+    assert saved.newest("goal", 20) == original.newest("goal", 20)
+    assert saved.reachable("n40") == original.reachable("n40")
+    assert sorted(saved.nodes) == sorted(original.nodes)
+    again = pickle.loads(pickle.dumps(saved))
+    assert {i: again.value(i) for i in again.nodes} == {
+        i: original.value(i) for i in original.nodes
+    }

@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+import sys
 from decimal import Decimal
 from typing import Any, TypeAlias
 
@@ -95,6 +96,8 @@ def _iri(value: str) -> NamedNode:
 
 def _from_rdflib(value: Any) -> Term | DefaultGraph | None:
     """Convert an rdflib term, or return None when ``value`` is not one."""
+    if "rdflib" not in sys.modules:  # no rdflib term exists yet: not one (and no import)
+        return None
     from rdflib import BNode as RBNode
     from rdflib import Literal as RLiteral
     from rdflib import URIRef
