@@ -139,10 +139,7 @@ class Sandbox:
             data = _read_answer(child.answers, deadline, cancel, max_bytes)
             kept = True
         except (OSError, EOFError) as exc:
-            raise ChildFailed(
-                "the query's process ended without an answer (its memory cap of "
-                f"{self.memory_cap >> 20} MiB, or a crash)"
-            ) from exc
+            raise self._ended() from exc
         finally:
             self._give_back(child, kept)
         return _unpacked(data)
@@ -182,10 +179,7 @@ class Sandbox:
             data = await answer.future
             kept = True
         except (OSError, EOFError) as exc:
-            raise ChildFailed(
-                "the query's process ended without an answer (its memory cap of "
-                f"{self.memory_cap >> 20} MiB, or a crash)"
-            ) from exc
+            raise self._ended() from exc
         finally:
             expiry.cancel()
             answer.stop()
@@ -194,6 +188,12 @@ class Sandbox:
             else:  # killed off the loop: a child that took much memory takes time to end
                 loop.run_in_executor(None, child.kill)
         return _unpacked(data)
+
+    def _ended(self) -> ChildFailed:
+        return ChildFailed(
+            "the query's process ended without an answer (its memory cap of "
+            f"{self.memory_cap >> 20} MiB, or a crash)"
+        )
 
     def _take_idle(self) -> _Child | None:
         """An idle child forked at the store's current generation, or None."""
