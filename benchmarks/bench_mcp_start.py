@@ -14,7 +14,9 @@ rdfmem is measured twice: its **first start** on the file (the one-time import i
 ``memory.jsonl.rdfmem/``, done once, then never again; one run) and **later starts** (the
 store beside the file). The official server reads its whole file on every call. Every run
 counts: p50, p99 and the slowest over the runs, nothing left out (the first run included).
-The floor: ``python -c pass`` and ``node -e 0`` spawned and waited for (interpreter start).
+The floor: ``python -c pass`` and ``node -e 0`` spawned and waited for (interpreter start),
+and ``python -c "import mcp.types"``: what any server on the official Python SDK pays
+before it can answer, against the official server's first answer.
 
 Run: ``python benchmarks/bench_mcp_start.py [--quick] [--runs 20] [--entities 10000]``;
 writes ``benchmarks/results/mcp_start.md`` (a quick run writes to a temp file). Needs node
@@ -213,6 +215,8 @@ def measure(folder: Path, n: int, runs: int) -> str:
             results["theirs"].append(anyio.run(one_run, theirs, name))
     load_after = os.getloadavg()
     python_floor = floor([sys.executable, "-c", "pass"], runs)
+    # What any Python server on the official SDK pays before it can answer at all.
+    sdk_floor = floor([sys.executable, "-c", "import mcp.types"], runs)
     node_floor = floor(["node", "-e", "0"], runs) if entry is not None else []
 
     def col(key: str, i: int) -> list[float]:
@@ -246,6 +250,9 @@ def measure(folder: Path, n: int, runs: int) -> str:
         row("rdfmem first start (imports the file once): `initialize`", col("first", 0), None),
         row("rdfmem first start: first `search_nodes`", col("first", 1), None),
         row("floor: `python -c pass`", python_floor, None),
+        row(
+            "floor: `python -c 'import mcp.types'` (the SDK's wire types)", sdk_floor, theirs_search
+        ),
     ]
     if node_floor:
         lines.append(row("floor: `node -e 0`", node_floor, None))
