@@ -24,6 +24,7 @@ from rdfmem.core.errors import QueryError
 from rdfmem.core.results import SelectResult
 from rdfmem.core.terms import RDF_JSON, sparql_term
 from rdfmem.store.history import (
+    ACTIVITY_PREFIX,
     ASSOCIATED,
     GENERATED_AT,
     GENERATED_BY,
@@ -310,8 +311,8 @@ def changes(
 ) -> list[Change]:
     """The versions made from ``since`` to ``until`` (now when None), oldest first, in
     ``graph``'s history or every history graph: read through the ``rm:hour`` buckets of
-    the window (one query), so the cost follows the window, not the history. ``keys``:
-    a key/value graph's IRI and its ``key_of``, to fill ``Change.key``.
+    the window (one query a day of buckets), so the cost follows the window, not the
+    history. ``keys``: a key/value graph's IRI and its ``key_of``, to fill ``Change.key``.
 
     Raises:
         InvalidValue: a time that is not a datetime.
@@ -320,57 +321,77 @@ def changes(
     end = utc_time(until) if until is not None else _dt.datetime.now(_dt.timezone.utc)
     if end < start:
         return []
-    buckets = list(_buckets(start, end))
-    where = f"GRAPH {sparql_term(history_graph(graph))}" if graph is not None else "GRAPH ?h"
-    # Versions outside the window are dropped before their rows are read (IRIs sort by time).
-    first, last = VERSION_PREFIX + time_token(start), VERSION_PREFIX + time_token(end) + "~"
-    window = (
-        f"FILTER (STR(?v) >= {sparql_term(Literal(first))} "
-        f"&& STR(?v) <= {sparql_term(Literal(last))})"
-    )
-    # One block a bucket, its hour written in the pattern: each is one index lookup (a
-    # VALUES list joined to the pattern made Oxigraph read every activity).
-    blocks = [
-        f"{{ {where} {{ ?a <{HOUR_IRI}> {sparql_term(Literal(b))} . "
-        f"?v <{GENERATED_BY.value}> ?a ; <{SPECIALIZES.value}> ?s . "
-        f"OPTIONAL {{ ?a <{ASSOCIATED.value}> ?by }} OPTIONAL {{ ?a <{REASON.value}> ?why }} "
-        f"OPTIONAL {{ ?v a ?dead FILTER (?dead = <{TOMBSTONE.value}>) }} }} {window} }}"
-        for b in buckets
-    ]
-    rows = [
-        row
-        for i in range(0, len(blocks), 24)  # a day of buckets a query
-        for row in _rows(backend, f"SELECT * WHERE {{ {' UNION '.join(blocks[i : i + 24])} }}")
-    ]
     low, high = time_token(start), time_token(end)
-    fixed = "" if graph is None else history_graph(graph).value
-    out: list[Change] = []
-    for row in rows:
-        v = row["v"].value
-        token = token_of_version(v)
-        at = time_of_version(v)
-        if at is None or not low <= token <= high:
-            continue
-        h = row["h"].value if "h" in row else fixed
-        data = data_graph_of(h)
-        if data is None:
-            continue
-        subject = row["s"].value
-        out.append(
-            Change(
-                at=at,
-                subject=subject,
-                graph=data,
-                version=v,
-                activity=row["a"].value,
-                by=row["by"].value if "by" in row else None,
-                why=row["why"].value if "why" in row else None,
-                deleted="dead" in row,
-                key=keys[1](subject) if keys is not None and data == keys[0] else None,
-            )
+    buckets = list(_buckets(start, end))
+    blocks = [
+        _bucket_block(
+            graph, bucket, low if i == 0 else None, high if i == len(buckets) - 1 else None
         )
+        for i, bucket in enumerate(buckets)
+    ]
+    fixed = "" if graph is None else history_graph(graph).value
+    kv_graph, key_of = keys if keys is not None else ("", None)
+    out: list[Change] = []
+    for i in range(0, len(blocks), 24):  # a day of buckets a query
+        sparql = (
+            f"SELECT ?h ?a ?v ?s ?by ?why ?dead WHERE {{ {' UNION '.join(blocks[i : i + 24])} }}"
+        )
+        for h, a, v, s, by, why, dead in _solutions(backend, sparql):
+            version = v.value
+            token = token_of_version(version)
+            at = time_of_version(version)
+            data = data_graph_of(h.value if h is not None else fixed)
+            if at is None or data is None or not low <= token <= high:
+                continue
+            subject = s.value
+            out.append(
+                Change(
+                    at=at,
+                    subject=subject,
+                    graph=data,
+                    version=version,
+                    activity=a.value,
+                    by=None if by is None else by.value,
+                    why=None if why is None else why.value,
+                    deleted=dead == TOMBSTONE,
+                    key=key_of(subject) if key_of is not None and data == kv_graph else None,
+                )
+            )
     out.sort(key=lambda c: token_of_version(c.version))
     return out
+
+
+def _bucket_block(graph: NamedNode | None, bucket: str, low: str | None, high: str | None) -> str:
+    # One bucket's versions: the bucket is one index lookup; in the window's first and last
+    # buckets, the activities outside the window are dropped before their versions are
+    # joined (an activity's IRI begins with its time, as its versions' do).
+    where = f"GRAPH {sparql_term(history_graph(graph))}" if graph is not None else "GRAPH ?h"
+    bounds = []
+    if low is not None:
+        bounds.append(f"STR(?a) >= {sparql_term(Literal(ACTIVITY_PREFIX + low))}")
+    if high is not None:
+        bounds.append(f"STR(?a) <= {sparql_term(Literal(ACTIVITY_PREFIX + high + '~'))}")
+    cut = f"FILTER ({' && '.join(bounds)}) " if bounds else ""
+    return (
+        f"{{ {where} {{ ?a <{HOUR_IRI}> {sparql_term(Literal(bucket))} . {cut}"
+        f"?v <{GENERATED_BY.value}> ?a ; <{SPECIALIZES.value}> ?s . "
+        f"OPTIONAL {{ ?a <{ASSOCIATED.value}> ?by }} OPTIONAL {{ ?a <{REASON.value}> ?why }} "
+        f"OPTIONAL {{ ?v a ?dead }} }} }}"
+    )
+
+
+def _solutions(backend: Backend, sparql: str) -> list[tuple[Any, ...]]:
+    # The rows of a SELECT as tuples of its variables' terms (None: unbound), read here,
+    # on this thread (pyoxigraph's solutions are not sendable).
+    raw = backend.query(sparql)
+    if not isinstance(raw, QuerySolutions):
+        raise QueryError(f"expected the rows of a SELECT, got {type(raw).__name__}")
+    width = len(raw.variables)
+    try:
+        return [tuple(solution[i] for i in range(width)) for solution in raw]
+    except (OSError, RuntimeError, ValueError) as exc:
+        del raw
+        raise QueryError(f"SPARQL query failed: {exc}") from exc
 
 
 HOUR_IRI = "https://w3id.org/rdfmem#hour"
