@@ -44,6 +44,10 @@ from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.loading import Loaded, Watcher
 from rdfmem.store.indexes.saved import Section, Sections, code_digest
 from rdfmem.store.indexes.vectors import VectorSet
+from rdfmem.store.indexes.versions import kept_indexes
+
+#: The prefix of a history graph's IRI (``rdfmem.store.history``): the data graph follows.
+HISTORY_PREFIX = "urn:rdfmem:history:"
 
 __all__ = ["IndexHub"]
 
@@ -96,7 +100,16 @@ class IndexHub:
         sections += [
             Section.of("graphs", k, (k,), g) for k, g in self._graphs.items() if fresh(g.seen, (k,))
         ]
+        for index in kept_indexes(self):  # a history graph's, with the data graph it follows
+            graphs = (index.graph.removeprefix(HISTORY_PREFIX), index.graph)
+            if index.graph.startswith(HISTORY_PREFIX) and fresh(index.seen, graphs):
+                sections.append(Section.of("versions", index.graph, graphs, index))
         return {"code": code_digest(), "sections": sections} if sections else None
+
+    def saved_index(self, kind: str, key: Any) -> Any | None:
+        """The index of ``kind`` at ``key`` saved beside the store at its last close and
+        still fresh (loaded now; None when none was)."""
+        return self._saved.take(kind, key)
 
     # -- the write log ---------------------------------------------------------------------
 

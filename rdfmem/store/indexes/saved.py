@@ -25,6 +25,7 @@ from rdfmem.store.indexes import graph as graph_module
 from rdfmem.store.indexes import keywords as keywords_module
 from rdfmem.store.indexes import rowkeys as rowkeys_module
 from rdfmem.store.indexes import vectors as vectors_module
+from rdfmem.store.indexes import versions as versions_module
 
 __all__ = ["Section", "Sections", "code_digest"]
 
@@ -32,6 +33,7 @@ _KINDS: dict[str, type[Any]] = {
     "vectors": vectors_module.VectorSet,
     "keywords": keywords_module.KeywordSet,
     "graphs": graph_module.GraphIndex,
+    "versions": versions_module.VersionIndex,
 }
 
 
@@ -40,7 +42,7 @@ def code_digest() -> str:
     """A digest of the index classes' source: saved indexes are read by the code that
     wrote them only (a checkout changed between runs rebuilds)."""
     digest = blake2b(digest_size=12)
-    for module in (graph_module, keywords_module, rowkeys_module, vectors_module):
+    for module in (graph_module, keywords_module, rowkeys_module, vectors_module, versions_module):
         digest.update(Path(module.__file__ or "").read_bytes())
     return digest.hexdigest()
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import weakref
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from pyoxigraph import Literal, NamedNode, QuerySolutions
 
@@ -36,9 +37,18 @@ from rdfmem.backends.base import Backend
 from rdfmem.core.errors import QueryError
 from rdfmem.core.results import SelectResult
 from rdfmem.core.terms import sparql_term
-from rdfmem.store.indexes.hub import IndexHub
 
-__all__ = ["MAX_VERSIONS", "VersionIndex", "fresh_index", "token_key", "version_index"]
+if TYPE_CHECKING:  # the hub saves these indexes (``IndexHub.export``): no import cycle
+    from rdfmem.store.indexes.hub import IndexHub
+
+__all__ = [
+    "MAX_VERSIONS",
+    "VersionIndex",
+    "fresh_index",
+    "kept_indexes",
+    "token_key",
+    "version_index",
+]
 
 #: The versions an index holds at most (~100 bytes each) before a write makes it forget.
 MAX_VERSIONS = 1_000_000
@@ -198,14 +208,23 @@ _INDEXES: weakref.WeakKeyDictionary[object, dict[str, VersionIndex]] = weakref.W
 
 def version_index(owner: object, graph: str) -> VersionIndex:
     """The version index of the history graph ``graph`` kept for ``owner`` (a store's
-    ``IndexHub``: its freshness is the hub's to say)."""
+    ``IndexHub``: its freshness is the hub's to say), taken from the index file the store
+    opened with when it saved one."""
     kept = _INDEXES.get(owner)
     if kept is None:
         kept = _INDEXES.setdefault(owner, {})
     found = kept.get(graph)
     if found is None:
-        found = kept.setdefault(graph, VersionIndex(graph))
+        take = getattr(owner, "saved_index", None)
+        saved = take("versions", graph) if take is not None else None
+        found = saved if isinstance(saved, VersionIndex) else VersionIndex(graph)
+        kept[graph] = found
     return found
+
+
+def kept_indexes(owner: object) -> list[VersionIndex]:
+    """The version indexes kept for ``owner`` (to save beside an on-disk store)."""
+    return list(_INDEXES.get(owner, {}).values())
 
 
 def fresh_index(hub: IndexHub, data_graph: str, history: str) -> VersionIndex:
@@ -217,4 +236,8 @@ def fresh_index(hub: IndexHub, data_graph: str, history: str) -> VersionIndex:
     index = version_index(hub, history)
     if not hub.fresh(index.seen, (data_graph, history)):
         index.clear(hub.generation)
+        # No version at all yet: every chain is the writes' own, kept from the first one
+        # (and saved at close), so no later first read of a resource asks the backend.
+        if next(hub.backend.match(None, _SPECIALIZES, None, NamedNode(history)), None) is None:
+            index.complete = True
     return index
