@@ -7,7 +7,9 @@ decision nodes; one turn = ``Memories.save`` + ``Memories.search(limit=5)`` +
 in alternating rounds on the same server: *followed* (the default: the client keeps the
 graph's node and link index and reads only what the change log names) and *read each time*
 (the same client with the graph follower turned off, so both queries go to the server, as
-before). Every turn is counted, the first included: p50, p99, slowest and turns/s.
+before). Every turn is counted, the first included: p50, p99, slowest and turns/s, the
+requests a turn sends (counted with an httpx event hook on the client), and the p50 time
+and requests of each step.
 
 Run: ``python benchmarks/bench_remote_turns.py [--quick] [--stored N] [--turns N]``; a full
 run writes ``benchmarks/results/remote_turns.md`` (a quick run writes to a temp file).
@@ -77,18 +79,42 @@ def preload(remote: RdfStore, stored: int) -> None:
     local.close()
 
 
-def make_turn(store: RdfStore, me: str) -> Callable[[int], None]:
+#: The steps of a turn, in order.
+STEPS = (
+    "save",
+    "search",
+    "add_node a",
+    "add_node b",
+    "add_edge",
+    "active_goals",
+    "recent",
+    "counter",
+)
+#: Per client: seconds and requests of each step, turn after turn.
+Steps = dict[str, list[tuple[float, int]]]
+
+
+def make_turn(store: RdfStore, me: str, steps: Steps) -> Callable[[int], None]:
     memories, graph, rng = Memories(store, project="bench"), DecisionGraph(store), random.Random(1)
+    sent = [0]
+    client = store.backend.client  # type: ignore[attr-defined]
+    client.event_hooks["request"].append(lambda request: sent.__setitem__(0, sent[0] + 1))
+    do: list[Callable[[int], object]] = [
+        lambda i: memories.save(Memory("project", f"{me} note {i}", text(rng))),
+        lambda i: memories.search(text(rng, 4), limit=5),
+        lambda i: graph.add_node(Node(id=f"{me}a{i}", type="decision", label=f"{me} {i}")),
+        lambda i: graph.add_node(Node(id=f"{me}b{i}", type="action", label=f"{me} act {i}")),
+        lambda i: graph.add_edge(Edge(from_id=f"{me}a{i}", to_id=f"{me}b{i}", type="leads_to")),
+        lambda i: graph.query("active_goals"),
+        lambda i: graph.query("recent_decisions", limit=5),
+        lambda i: store.update("turns", lambda c: (c or 0) + 1),
+    ]
 
     def turn(i: int) -> None:
-        memories.save(Memory("project", f"{me} note {i}", text(rng)))
-        memories.search(text(rng, 4), limit=5)
-        a = graph.add_node(Node(id=f"{me}a{i}", type="decision", label=f"{me} {i}"))
-        b = graph.add_node(Node(id=f"{me}b{i}", type="action", label=f"{me} act {i}"))
-        graph.add_edge(Edge(from_id=a.id, to_id=b.id, type="leads_to"))
-        graph.query("active_goals")
-        graph.query("recent_decisions", limit=5)
-        store.update("turns", lambda c: (c or 0) + 1)
+        for name, step in zip(STEPS, do, strict=True):
+            before, t0 = sent[0], time.perf_counter()
+            step(i)
+            steps.setdefault(name, []).append((time.perf_counter() - t0, sent[0] - before))
 
     return turn
 
@@ -118,6 +144,17 @@ def summary(times: list[float]) -> dict[str, float]:
     }
 
 
+def step_rows(steps: Steps, skip: int) -> list[str]:
+    """One row per step: p50 ms and mean requests over the turns after the first ``skip``
+    (the first turn reads every graph whole: it is in the tables above, not here)."""
+    rows = []
+    for name in STEPS:
+        kept = steps[name][skip:] or steps[name]
+        ms = statistics.median(t for t, _ in kept) * 1e3
+        rows.append(f"| {name} | {ms:.1f} | {statistics.mean(n for _, n in kept):.1f} |")
+    return rows
+
+
 def run(stored: int, turns: int, rounds: int) -> list[str]:
     tmp = Path(tempfile.mkdtemp(prefix="rdfmem-bench-turns-"))
     server = OxigraphServer(tmp)
@@ -129,7 +166,8 @@ def run(stored: int, turns: int, rounds: int) -> list[str]:
         load_s = time.perf_counter() - t0
         setup.close()
         stores = {name: server.connect(change_log=True) for name in ("followed", "each time")}
-        turns_of = {name: make_turn(s, name[0]) for name, s in stores.items()}
+        steps: dict[str, Steps] = {name: {} for name in stores}
+        turns_of = {name: make_turn(s, name[0], steps[name]) for name, s in stores.items()}
         times: dict[str, list[float]] = {name: [] for name in stores}
         for r in range(rounds):
             for name in stores:
@@ -140,8 +178,12 @@ def run(stored: int, turns: int, rounds: int) -> list[str]:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     mine, before = summary(times["followed"]), summary(times["each time"])
+    for name, s in (("followed", mine), ("each time", before)):
+        sent = [n for step in steps[name].values() for _, n in step]
+        s["requests"] = sum(sent) / len(times[name])
     rows = [
-        f"| {name} | {s['per_s']:.1f} | {s['p50']:.1f} | {s['p99']:.1f} | {s['max']:.1f} |"
+        f"| {name} | {s['per_s']:.1f} | {s['p50']:.1f} | {s['p99']:.1f} | {s['max']:.1f} "
+        f"| {s['requests']:.1f} |"
         for name, s in (("graph followed (now)", mine), ("graph read each time", before))
     ]
     return [
@@ -150,13 +192,19 @@ def run(stored: int, turns: int, rounds: int) -> list[str]:
         f"{rounds} rounds of {turns} turns per client, clients alternating; preload "
         f"{load_s:.1f} s. Every turn counted, the first included.",
         "",
-        "| client | turns/s | p50 ms | p99 ms | slowest ms |",
-        "|---|---|---|---|---|",
+        "| client | turns/s | p50 ms | p99 ms | slowest ms | requests a turn |",
+        "|---|---|---|---|---|---|",
         *rows,
         "",
         f"followed / read each time: {mine['per_s'] / before['per_s']:.1f}x turns/s, "
         f"p50 {before['p50'] / mine['p50']:.1f}x lower. Target (issue 21): >= 30 turns/s "
         "at 10,000 stored.",
+        "",
+        "Steps of the graph-followed client, every turn but its first (p50 ms, mean requests):",
+        "",
+        "| step | p50 ms | requests |",
+        "|---|---|---|",
+        *step_rows(steps["followed"], 1),
         "",
     ]
 
@@ -169,6 +217,7 @@ def main() -> None:
     args = parser.parse_args()
     stored = args.stored or (300 if args.quick else 10_000)
     turns, rounds = args.turns or (10 if args.quick else 50), 2 if args.quick else 4
+    start_load = os.getloadavg()[0]
     lines = run(stored, turns, rounds)
     load = os.getloadavg()[0]
     text_out = "\n".join(
@@ -177,7 +226,8 @@ def main() -> None:
             "",
             f"`python benchmarks/bench_remote_turns.py{' --quick' if args.quick else ''}` on "
             f"CPython {platform.python_version()}, {os.cpu_count()} cores, load average "
-            f"{load:.1f} at the end (a shared machine: the ratio is the result).",
+            f"{start_load:.1f} at the start and {load:.1f} at the end (a shared machine: the "
+            "ratio is the result).",
             "",
             *lines,
         ]
