@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import bisect
 import weakref
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol
 
 from pyoxigraph import Literal, NamedNode, QuerySolutions
 
@@ -38,8 +38,18 @@ from rdfmem.core.errors import QueryError
 from rdfmem.core.results import SelectResult
 from rdfmem.core.terms import sparql_term
 
-if TYPE_CHECKING:  # the hub saves these indexes (``IndexHub.export``): no import cycle
-    from rdfmem.store.indexes.hub import IndexHub
+
+class _Hub(Protocol):
+    """What ``fresh_index`` asks of a store's ``IndexHub`` (which saves these indexes, so
+    this module does not import it)."""
+
+    backend: Backend
+
+    @property
+    def generation(self) -> int: ...
+
+    def fresh(self, seen: int, graphs: Sequence[str]) -> bool: ...
+
 
 __all__ = [
     "MAX_VERSIONS",
@@ -227,7 +237,7 @@ def kept_indexes(owner: object) -> list[VersionIndex]:
     return list(_INDEXES.get(owner, {}).values())
 
 
-def fresh_index(hub: IndexHub, data_graph: str, history: str) -> VersionIndex:
+def fresh_index(hub: _Hub, data_graph: str, history: str) -> VersionIndex:
     """``version_index(hub, history)``, forgotten first when the hub says that the history
     graph ``history`` or its data graph ``data_graph`` was written around it (a domain
     write versions its resources in the request that writes their data graph, and names
