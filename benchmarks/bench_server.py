@@ -4,7 +4,8 @@ Both servers hold the same data on disk (subjects x 5 triples) and answer the sa
 point queries ``SELECT ?o WHERE { <urn:ex:sN> <urn:ex:p> ?o }`` (N random) with SPARQL JSON,
 and of two-pattern joins (``<urn:ex:sN> <urn:ex:next> ?n . ?n <urn:ex:p> ?o``). rdfmem serve
 answers a point query on its event loop (a bounded amount of work) and every other read in
-the sandbox, a kept child process it can kill at the time limit; rdfmem with that isolation
+the sandbox, a kept child process it can kill at the time limit (a plain ``GET
+/sparql?query=``, as sent here, skips the ASGI stack: ``rdfmem.server.lane``); rdfmem with that isolation
 turned off (``isolate=False``, not a CLI option) shows what the child process costs per
 query. All from the same load generator: ``wrk`` when it is installed (``apt-get install
 wrk``) and ``--python-client`` is not given, else processes of Python threads with httpx
@@ -519,7 +520,9 @@ def write_report(
         "",
         "rdfmem serve answers point queries on its event loop; every other read runs in the "
         "sandbox: a child process kept from one read to the next until a write, killed at "
-        "the time limit and capped in memory (`rdfmem.store.sandbox`). `rdfmem, fork per "
+        "the time limit and capped in memory (`rdfmem.store.sandbox`). A plain "
+        "`GET /sparql?query=` (these requests) is taken from the HTTP parser's callbacks "
+        "without the ASGI stack (`rdfmem.server.lane`). `rdfmem, fork per "
         "read` forks a child for each such read instead (the server before the sandbox, "
         "`sandbox='fork'`); `rdfmem, no child process` has isolation off (`isolate=False`); "
         "`rdfmem serve, N readers` is `serve(store, workers=N)` (`rdfmem serve --workers N`): "

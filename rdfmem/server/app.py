@@ -57,6 +57,7 @@ from rdfmem.core.errors import HttpError
 from rdfmem.server.endpoint import Endpoint, error_response
 from rdfmem.server.gate import Gate
 from rdfmem.server.graphview import page_routes
+from rdfmem.server.lane import Lane
 from rdfmem.server.settings import ServerConfigError, ServerSettings, checked
 from rdfmem.store.rdfstore import RdfStore
 
@@ -165,9 +166,12 @@ def create_app(
     )
     app.state.endpoint = endpoint
     inner: ASGIApp = app if settings.cors else _Shortcut(app, endpoint)
-    return Gate(
+    gate = Gate(
         inner, allowed_hosts=settings.allowed_hosts, cors=settings.cors, on_close=endpoint.close
     )
+    if not settings.cors:  # plain GET /sparql?query= answered without the ASGI stack
+        gate.lane = Lane(endpoint, settings.allowed_hosts)
+    return gate
 
 
 class _Shortcut:

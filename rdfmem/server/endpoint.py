@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Coroutine
 from typing import Any
 
-from pyoxigraph import RdfFormat, serialize
+from pyoxigraph import NamedNode, RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -164,12 +165,34 @@ class Endpoint:
         return await self._query(request, query, given)
 
     async def _query(self, request: Request, query: str, given: Pairs) -> Answer:
-        accept = request.headers.get("accept")
-        fmt = format_name(given)
+        started = self.start_query(
+            query,
+            accept=request.headers.get("accept"),
+            fmt=format_name(given),
+            defaults=iris(given, "default-graph-uri"),
+            named=iris(given, "named-graph-uri"),
+            base=_base(request),
+        )
+        return started if isinstance(started, Answer) else await started
+
+    def start_query(
+        self,
+        query: str,
+        *,
+        accept: str | None,
+        base: str,
+        fmt: str | None = None,
+        defaults: list[NamedNode] | None = None,
+        named: list[NamedNode] | None = None,
+    ) -> Answer | Coroutine[Any, Any, Answer]:
+        """The answer to ``query`` at once when it is a point query answered on the event
+        loop, else the coroutine that answers it (the guard, then the sandbox).
+
+        Raises:
+            HttpError: a refusal known at once (406, 403, 400, 503 …).
+        """
         acceptable_at_all(accept, fmt)
-        defaults = iris(given, "default-graph-uri")
-        named = iris(given, "named-graph-uri")
-        cap, base = self.settings.max_result_bytes, _base(request)
+        cap = self.settings.max_result_bytes
         kwargs: dict[str, Any] = {
             "sparql": query,
             "accept": accept,
@@ -187,20 +210,13 @@ class Endpoint:
             # a bounded amount of work; a bigger result goes to a child process.
             small = min(cap, _POINT_BYTES)
             try:
-                return await self.runner.run(
-                    query_answer,
-                    {**kwargs, "limit": small},
-                    guard=guard,
-                    read=False,
-                    query=True,
-                    bounded=True,
+                return self.runner.run_now(
+                    query_answer, {**kwargs, "limit": small}, guard=guard, query=True
                 )
             except HttpError as exc:
                 if exc.status != 422 or cap <= small:
                     raise
-        return await self.runner.run(
-            query_answer, {**kwargs, "limit": cap}, guard=guard, query=True
-        )
+        return self.runner.run(query_answer, {**kwargs, "limit": cap}, guard=guard, query=True)
 
     async def _update(self, request: Request, update: str, given: Pairs) -> Answer:
         check_token(request, allow_update=self.settings.allow_update, token=self.settings.token)

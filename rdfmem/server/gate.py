@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable
+from typing import Any
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rdfmem.core.errors import HttpError
 
-__all__ = ["Gate", "host_allowed"]
+__all__ = ["Gate", "host_allowed", "host_allowed_kept"]
 
 
 #: Judgements of ``Host`` headers already seen (``Gate``): clients send the same one.
 _HOSTS: dict[tuple[str, tuple[str, ...]], bool] = {}
 
 
-def _host_allowed_kept(host: str, allowed: tuple[str, ...]) -> bool:
+def host_allowed_kept(host: str, allowed: tuple[str, ...]) -> bool:
+    """``host_allowed``, its judgement kept per ``Host`` (clients send the same one)."""
     key = (host, allowed)
     known = _HOSTS.get(key)
     if known is None:
@@ -79,6 +81,8 @@ class Gate:
         self.cors = cors
         self.state = getattr(app, "state", None)
         self._on_close = on_close
+        #: The fast lane of plain query requests (``lane.py``), set by ``create_app``.
+        self.lane: Any = None
 
     def close(self) -> None:
         """Release what the app holds (its query worker threads); idempotent. The store
@@ -91,7 +95,7 @@ class Gate:
             headers = {k.lower(): v for k, v in scope.get("headers", [])}
             host = headers.get(b"host", b"").decode("latin-1")
             refusal = None
-            if not _host_allowed_kept(host, self.allowed_hosts):
+            if not host_allowed_kept(host, self.allowed_hosts):
                 refusal = HttpError(
                     421,
                     f"this server does not answer to the host {host!r}; start it with "

@@ -164,15 +164,7 @@ class Runner:
             # judgement kept per text), and no thread is needed: a bounded read is answered
             # here too, any other read by a sandbox child the loop waits on.
             if bounded and not isolate:
-                if self.pool.closed:
-                    raise HttpError(
-                        503,
-                        "the server is stopping; no new queries are taken",
-                        {"Retry-After": "1"},
-                    )
-                self._judge(guard, query)
-                answer = _contained(lambda cancel: fn(store, cancel=cancel, **kwargs))(_NEVER)
-                return _settled(answer)
+                return self.run_now(fn, kwargs, guard=guard, query=query)
             if isolate and self.sandbox is not None:
                 self._judge(guard, query)
                 return await self._sandboxed(fn, kwargs, deadline, room)
@@ -220,6 +212,28 @@ class Runner:
         except Busy as exc:
             raise HttpError(503, str(exc), {"Retry-After": "1"}) from exc
         return _settled(outcome)
+
+    def run_now(
+        self,
+        fn: Callable[..., Answer],
+        kwargs: dict[str, Any],
+        *,
+        guard: str | None = None,
+        query: bool = False,
+    ) -> Answer:
+        """``fn(store, **kwargs)`` on the event loop itself, now: only for a job proven a
+        bounded amount of work (a point query, ``point.py``) with a short ``guard`` text.
+
+        Raises:
+            HttpError: as ``run``.
+        """
+        if self.pool.closed:
+            raise HttpError(
+                503, "the server is stopping; no new queries are taken", {"Retry-After": "1"}
+            )
+        self._judge(guard, query)
+        store = self.store
+        return _settled(_contained(lambda cancel: fn(store, cancel=cancel, **kwargs))(_NEVER))
 
     async def _sandboxed(
         self, fn: Callable[..., Answer], kwargs: dict[str, Any], deadline: float, room: int

@@ -15,12 +15,14 @@ import logging
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from rdfmem.server.answers import Answer
+from rdfmem.server.lane import Lane, Started, response_bytes
 from rdfmem.server.shedding import Shedder
 
 __all__ = ["LISTEN_BACKLOG", "ShedServer", "bounded_protocol"]
@@ -156,7 +158,21 @@ _PROTOCOLS: list[type[Any]] = [_BoundedH11]
 try:  # uvicorn's faster parser, when installed
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+    class _Queued:
+        """Stands for the lane's answer in progress: uvicorn queues a request behind it."""
+
+        response_complete = False
+
+    _QUEUED = _Queued()
+
     class _BoundedHttpTools(_Limits, HttpToolsProtocol):
+        #: Plain ``GET /sparql?query=`` requests answered without the ASGI stack (``lane.py``).
+        lane: Lane | None = None
+        _job: Started | None = None
+        _pending = False  # the lane's answer to this connection's request is being made
+        _close_after = False  # the server is stopping: close once that answer is written
+        _held = False  # reading paused by the lane until the client reads its answers
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self.transport = _OneWrite(transport)  # type: ignore[assignment]
@@ -169,14 +185,88 @@ try:  # uvicorn's faster parser, when installed
 
         def on_headers_complete(self) -> None:
             self._disarm()
+            if self.lane is not None and self._plain():
+                job = self.lane.take(self.url, self.headers)
+                if job is not None:
+                    self._job = job
+                    return
+            if self._pending:  # pipelined behind the lane's answer: uvicorn queues it
+                self.cycle = _QUEUED  # type: ignore[assignment]
             super().on_headers_complete()
             cycle = self.cycle
             if cycle is not None and isinstance(self.transport, _OneWrite):
                 cycle.send = _head_with_body(cycle.send, self.transport)
 
+        def _plain(self) -> bool:
+            """Nothing before this request still being answered, and a kept-alive GET."""
+            parser = self.parser
+            return (
+                not self._pending
+                and not self.pipeline
+                and (self.cycle is None or self.cycle.response_complete)
+                and parser.get_method() == b"GET"
+                and parser.get_http_version() == "1.1"
+                and parser.should_keep_alive()
+                and not parser.should_upgrade()
+            )
+
+        def on_body(self, body: bytes) -> None:
+            if self._job is None:
+                super().on_body(body)
+
         def on_message_complete(self) -> None:
-            super().on_message_complete()
+            job, self._job = self._job, None
+            if job is None:
+                super().on_message_complete()
             self.shedder.busy(self)
+            if job is None:
+                return
+            if isinstance(job, tuple):
+                self._respond(job)
+                return
+            self._pending = True
+            task = self.loop.create_task(job)
+            self.tasks.add(cast(Any, task))
+            task.add_done_callback(self._finished)
+
+        def _finished(self, task: asyncio.Task[Answer]) -> None:
+            self.tasks.discard(cast(Any, task))
+            self._pending = False
+            if task.cancelled():
+                self.transport.close()
+                return
+            outcome = task.exception() or task.result()
+            self._respond(Lane.finish(outcome))
+
+        def _respond(self, response: tuple[int, str, bytes, dict[str, str]]) -> None:
+            if self.transport.is_closing():
+                return  # the client went away meanwhile
+            status, content_type, body, headers = response
+            defaults = self.server_state.default_headers
+            self.transport.write(response_bytes(status, content_type, body, headers, defaults))
+            if self.access_log:
+                client = f"{self.client[0]}:{self.client[1]}" if self.client else ""
+                line = '%s - "GET %s HTTP/1.1" %d'
+                self.access_logger.info(line, client, self.url.decode("ascii"), status)
+            if self._close_after:
+                self.transport.close()
+                return
+            self.on_response_complete()
+            if self.flow.write_paused:  # the client reads slower than it asks: wait for it
+                self._held = True
+                self.flow.pause_reading()
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self._held:
+                self._held = False
+                self.flow.resume_reading()
+
+        def shutdown(self) -> None:
+            if self._pending:
+                self._close_after = True
+                return
+            super().shutdown()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -191,13 +281,16 @@ except ImportError:  # pragma: no cover - httptools is optional
     pass
 
 
-def bounded_protocol(shedder: Shedder, header_timeout: float) -> type[Any]:
+def bounded_protocol(
+    shedder: Shedder, header_timeout: float, lane: Lane | None = None
+) -> type[Any]:
     """uvicorn's HTTP protocol class, its connections counted by ``shedder`` and given
-    ``header_timeout`` seconds to send a request's line and headers."""
+    ``header_timeout`` seconds to send a request's line and headers; with httptools, plain
+    query requests are answered by ``lane`` (``lane.py``)."""
     return type(
         "BoundedHttp",
         (_PROTOCOLS[0],),
-        {"shedder": shedder, "header_timeout": header_timeout},
+        {"shedder": shedder, "header_timeout": header_timeout, "lane": lane},
     )
 
 

@@ -92,6 +92,11 @@ class Forwarding:
         self.max_body = max_body
         self.body_timeout = body_timeout
         self._client = httpx.AsyncClient(base_url=owner_url, timeout=timeout + 5)
+        #: The app's fast lane of plain query requests (``lane.py``), the snapshot checked
+        #: before each as here; the lane never takes an update.
+        self.lane = getattr(app, "lane", None)
+        if self.lane is not None:
+            self.lane.before = snapshot.fresh
 
     def close(self) -> None:
         """Release the app (its query workers); idempotent."""

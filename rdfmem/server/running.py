@@ -45,7 +45,7 @@ def _server(app: Any, room: Room, header_timeout: float, **config: Any) -> ShedS
     shedder = Shedder(room.cap)
     settings = uvicorn.Config(
         app,
-        http=bounded_protocol(shedder, header_timeout),
+        http=bounded_protocol(shedder, header_timeout, getattr(app, "lane", None)),
         backlog=room.burst,  # connections accepted per wake-up; the kernel's queue stays long
         **_UVICORN,
         **config,

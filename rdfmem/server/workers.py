@@ -20,9 +20,10 @@ import asyncio
 import contextlib
 import gc
 import queue
+import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 from rdfmem.core.errors import Busy, TimedOut
@@ -129,7 +130,7 @@ class WorkerPool:
                 raise Busy(f"all {self.size} query workers are busy; try again shortly")
             self._waiting += 1
             try:
-                await asyncio.wait_for(slots.acquire(), timeout)
+                await _within(slots.acquire(), timeout)
             except asyncio.TimeoutError:
                 raise Busy(
                     f"all {self.size} query workers stayed busy for {timeout:g} s; "
@@ -217,3 +218,18 @@ def drop_locals(exc: BaseException) -> None:
         if current.__traceback__ is not None:
             traceback.clear_frames(current.__traceback__)
         todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+
+
+async def _within(waiting: Coroutine[Any, Any, Any], timeout: float) -> None:
+    """``await waiting`` for at most ``timeout`` seconds: on Python 3.11+ with
+    ``asyncio.timeout``, which needs no task of its own (``wait_for`` makes one per call,
+    and a read waits here whenever every slot is taken).
+
+    Raises:
+        asyncio.TimeoutError: the time passed.
+    """
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(timeout):
+            await waiting
+    else:  # pragma: no cover - Python 3.10
+        await asyncio.wait_for(waiting, timeout)
