@@ -31,6 +31,8 @@ from rdfmem import RdfStore, RemoteStore
 #: The ini Debian's virtuoso-opensource installs; each test server runs on a copy of it.
 _VIRTUOSO_INI = "/etc/virtuoso-opensource-7/virtuoso.ini"
 _READY_QUERY = "ASK {}"
+#: Where rdfmem's scratch graphs (staging, fence gates, receipts) are named.
+_STAGING = "urn:rdfmem:graph:staging:"
 
 
 def free_port() -> int:
@@ -119,6 +121,21 @@ class Server:
 
     def connect(self, **options: Any) -> RemoteStore:
         return RemoteStore.connect(self.query_url, self.update_url, **options)
+
+    def scratch_graphs(self) -> list[str]:
+        """The scratch graphs (staging, a refused write's gate or receipt) left on the
+        server, sorted, as any SPARQL client sees them."""
+        response = httpx.post(
+            self.query_url,
+            data={
+                "query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
+                f'FILTER(STRSTARTS(STR(?g), "{_STAGING}")) }}'
+            },
+            headers={"Accept": "application/sparql-results+json"},
+            timeout=30,
+        )
+        response.raise_for_status()
+        return sorted(b["g"]["value"] for b in response.json()["results"]["bindings"])
 
 
 class OxigraphServer(Server):

@@ -12,7 +12,10 @@ server is killed and started again mid-run, and the client process is SIGKILLed.
   acknowledged ones when there were none of those;
 * after recovery (the dead claims swept, abandoned scratch graphs dropped) no claim and
   no scratch graph is left;
-* no operation waited for the others longer than the bound below.
+* no operation waited for the others longer than the bound below. That wait includes
+  queueing behind live holders, so it is reported, and bounded loosely; the wait a dead or
+  stuck holder alone causes is bounded by one TTL plus the lease guard in
+  ``test_fault_dead_holder.py``.
 
 Seeded (``RDFMEM_FAULT_SEED``, default 22) and bounded: the CI slice runs
 ``CI_OPS`` operations per server; ``RDFMEM_FAULT_OPS=1000`` runs more by hand.
@@ -279,7 +282,7 @@ def test_no_acknowledged_write_is_lost_or_doubled_under_faults(
             f"{server.name}: {sum(tally.outcomes.values())} operations in {elapsed:.1f} s, "
             f"outcomes {dict(tally.outcomes)}, faults {dict(sum((p.counts for p in proxies), Counter()))}, "
             f"restarts {restarted}, swept {swept} dead claims, dropped {len(dropped)} scratch graphs, "
-            f"longest wait {max(tally.waited_s):.2f} s"
+            f"longest wait (queueing behind live holders included) {max(tally.waited_s):.2f} s"
         )
         print(report)
         doubled = {k: v for k, v in values.items() if len(v) > 1}

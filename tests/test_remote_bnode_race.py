@@ -48,21 +48,6 @@ def _node(store: RemoteStore, tag: str) -> BlankNode:
     return node
 
 
-def _scratch_left(server: Server) -> list[str]:
-    """Scratch graphs on the server (a refused write's gate or receipt), as any client sees."""
-    response = httpx.post(
-        server.query_url,
-        data={
-            "query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
-            'FILTER(STRSTARTS(STR(?g), "urn:rdfmem:graph:staging:")) }'
-        },
-        headers={"Accept": "application/sparql-results+json"},
-        timeout=30,
-    )
-    response.raise_for_status()
-    return [b["g"]["value"] for b in response.json()["results"]["bindings"]]
-
-
 def _before_the_blank_delete(store: RemoteStore, act: object) -> list[str]:
     """Run ``act()`` once, just before ``store`` sends the update deleting by pattern."""
     done: list[str] = []
@@ -92,7 +77,7 @@ def test_a_look_alike_added_meanwhile_is_not_removed(
         a.retract(EX + "s", P.value, mine)
     assert done
     assert _linked(b, EX + "s") == ["A", "B"]  # B's node was not removed, nor A's
-    assert _scratch_left(server) == []  # nor is anything of the refused write left
+    assert server.scratch_graphs() == []  # nor is anything of the refused write left
 
 
 def test_a_replace_lands_whole_or_not_at_all(clients: tuple[RemoteStore, RemoteStore]) -> None:
@@ -169,4 +154,4 @@ def test_threads_removing_and_adding_look_alikes_never_remove_the_wrong_one(
     for i in range(rounds):
         expected = [f"B{i}"] if removed[i] else [f"A{i}", f"B{i}"]
         assert _linked(b, f"{EX}s{i}") == expected, (i, removed[i])
-    assert _scratch_left(server) == []
+    assert server.scratch_graphs() == []

@@ -44,21 +44,6 @@ def _connect(server: Server, **options: object) -> RemoteStore:
     return server.connect(max_quads_per_request=50, **options)
 
 
-def _scratch_graphs(server: Server) -> list[str]:
-    """The staging graphs on the server, as any SPARQL client sees them."""
-    response = httpx.post(
-        server.query_url,
-        data={
-            "query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
-            f'FILTER(STRSTARTS(STR(?g), "{STAGING}")) }}'
-        },
-        headers={"Accept": "application/sparql-results+json"},
-        timeout=30,
-    )
-    response.raise_for_status()
-    return sorted(b["g"]["value"] for b in response.json()["results"]["bindings"])
-
-
 def _values(store: RemoteStore) -> dict[str, int]:
     found: dict[str, int] = {}
     for quad in store.triples(graph=GRAPH):
@@ -88,7 +73,7 @@ def test_a_staged_write_whose_apply_fails_later_leaves_the_data_as_it_was(
         applying = f"GRAPH <{STAGING}" in body and "DROP SILENT GRAPH" in body
         if applying and "-fence-" not in body and not cleared:
             # Another client drops the scratch graph of the removals just before the apply.
-            graphs = [g for g in _scratch_graphs(server) if not g.endswith(":live")]
+            graphs = [g for g in server.scratch_graphs() if not g.endswith(":live")]
             victim = graphs[-1]
             httpx.post(
                 server.update_url, data={"update": f"DROP SILENT GRAPH <{victim}>"}
@@ -100,7 +85,7 @@ def test_a_staged_write_whose_apply_fails_later_leaves_the_data_as_it_was(
         store.backend.apply(old, new)  # every rdfmem write goes through the backend's apply
     assert cleared
     assert _values(store) == {"old": 120}  # as it was: not half old, half new
-    assert _scratch_graphs(server) == []  # and no scratch graph is left behind
+    assert server.scratch_graphs() == []  # and no scratch graph is left behind
     store.backend.client.event_hooks["request"].remove(clear_a_part)
     store.backend.apply(old, new)  # written again, it lands whole
     assert _values(store) == {"new": 120}
@@ -163,7 +148,7 @@ def test_a_client_killed_mid_staging_leaves_nothing_and_the_next_one_clears_it(
         if child.poll() is None:
             child.kill()
         child.communicate()  # waits, and closes its pipes
-    left = _scratch_graphs(server)
+    left = server.scratch_graphs()
     assert left, "the dead client's scratch graphs are on the server"
     assert _values(store) == {"kept": 5}  # nothing of the dead write is visible
     # The next client that stages, once no part arrived for its idle time (by the
@@ -179,7 +164,7 @@ def test_a_client_killed_mid_staging_leaves_nothing_and_the_next_one_clears_it(
         started = time.monotonic()
         nxt.backend.apply([], _quads(100, "next"))
         assert time.monotonic() - started < 30
-        assert _scratch_graphs(server) == []
+        assert server.scratch_graphs() == []
         assert _values(nxt) == {"kept": 5, "next": 100}
     finally:
         nxt.close()
@@ -204,4 +189,4 @@ def test_a_live_stager_is_not_taken_for_dead(server: Server, store: RemoteStore)
     store.backend.apply([], _quads(200, "mine"))
     assert staged
     assert _values(store) == {"mine": 200, "other": 60}
-    assert _scratch_graphs(server) == []
+    assert server.scratch_graphs() == []

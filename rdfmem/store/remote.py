@@ -304,6 +304,8 @@ class NetworkEntries:
             except StoreError:
                 fence.unsure()
                 raise exc from None
+            if lost is None and fence.named_in(exc):  # refused by the guard: claim still live
+                lost = fence.claims[0]
             if lost is None:
                 raise
             with suppress(StoreError):

@@ -13,7 +13,8 @@ Records older than ``retention_s`` are pruned now and then; a cursor older than 
 everything. The log is input from every client of the server, so it is read defensively
 (``rdfmem.backends.sparql.logread``): a record not shaped as rdfmem writes it is read as
 "the graphs it names may have changed" (every graph when it says ``changedUnknown``), what
-no rdfmem client writes is pruned at once, a look reads at most ``MAX_CHANGE_ROWS`` rows,
+no rdfmem client writes is pruned by the looks that meet it (a bounded number of triples
+per request, at most once a second), a look reads at most ``MAX_CHANGE_ROWS`` rows,
 one per triple, and leaves out by name the records this client has read already, and
 nothing in the log makes a reader raise. What writes record is ``rdfmem.backends.sparql.text``.
 """

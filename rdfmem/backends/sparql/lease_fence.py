@@ -34,14 +34,21 @@ pattern wrongly, and applies neither half of a ``DELETE/INSERT`` whose ``DELETE`
 holds an unbound variable; it also ran ``MOVE`` of a missing graph without error. What is
 here was checked on both servers.
 
-What remains: Oxigraph server does not isolate a request from the others. Between the
-moment it evaluates the fence and the moment the request commits, the claim may reach its
-end, and a client that reads the claims in that interval takes it for dead and may read
-the entry as it was before the write. The window is the server's own time for one request
-(measured: docs/leases.md), and it opens only when the claim's life ends inside it; the
-client's own margin (a fifth of the time to live, at most a second) keeps writes from being
-sent that late in the first place. Two copies of one request arriving at the same instant
-can likewise both pass the fence on Oxigraph server; rdfmem's writes are ``DELETE DATA`` /
+**The guard.** Neither server isolates a request from the others: the fence is judged when
+the request starts (``NOW()`` is the same for its whole run, on Virtuoso the time its
+transaction began), its write becomes visible when it commits, and Virtuoso's readers see
+the last committed rows without waiting for a writer. A write admitted just before its
+claim's end and still running on the server when the claim ended was seen to land after a
+client that took the claim for dead had read the entry: both increments reported, one kept
+(``tests/test_remote_late_write.py``; the likely cause of the 239 of 240 seen once on
+Virtuoso under load).
+So a write passes the fence only while its claim has ``guard_s`` (a fifth of its time to
+live, at most 1 s) of life left, the same reserve the client keeps by its own clock, and a
+client taking a subject over from a claim that ended waits that guard past its end before
+it reads (``lease_steps.acquire``): a write is lost now only if it runs on the server for
+longer than twice the guard after it was admitted. A renewal writes no data: its fence
+needs the claim live, no more. Two copies of one request arriving at the same instant
+can both pass the fence on Oxigraph server; rdfmem's writes are ``DELETE DATA`` /
 ``INSERT DATA`` of given quads, which land once however often they are applied. On
 Virtuoso, a refused copy that nobody waits for (a repeating network) leaves its one-triple
 graph ``F``, hidden from reads like a scratch graph and dropped as abandoned an hour later
@@ -64,9 +71,11 @@ from rdfmem.backends.sparql.lease_steps import (
     Claim,
     Row,
     clock,
+    guard_s,
     instant,
     until,
 )
+from rdfmem.backends.sparql.oneop import refused_at
 from rdfmem.backends.sparql.wire import STAGING_PREFIX
 from rdfmem.core.errors import BackingError, LeaseExpired, QueryError, StoreError
 from rdfmem.core.terms import sparql_term
@@ -76,10 +85,13 @@ __all__ = ["Fence", "check", "expired", "learn_end", "renewal", "send_fenced", "
 
 @dataclass
 class Fence:
-    """The fence of one request under ``claims`` (all of them must hold)."""
+    """The fence of one request under ``claims`` (all of them must hold). With ``guard``
+    (writes), each claim must have at least ``guard_s`` of its life left when the request
+    starts on the server; without (a renewal, which writes no data), only be live."""
 
     graph: NamedNode
     claims: Sequence[Claim]
+    guard: bool = True
 
     def __post_init__(self) -> None:
         # Named like a scratch graph (hidden from reads; ``drop_abandoned`` clears one a
@@ -97,7 +109,13 @@ class Fence:
             # A claim has no counter until its first fence (0): a claim written with one
             # made Virtuoso misjudge the cost of reading the claims.
             accepted = " || ".join(f"COALESCE({f}, 0) = {n}" for n in claim.fence)
-            live = f"NOW() < {claim.until}" if claim.until else "false"  # never read: refused
+            # A write admitted at the very end of a claim could still be committing when a
+            # taker reads the subject (neither server isolates a request: the fence is
+            # judged at its start, the write lands at its end): writes need a guard left.
+            end = claim.until
+            if end and self.guard:
+                end = until(end.split('"')[1], -int(guard_s(claim.ttl_ms) * 1000))
+            live = f"NOW() < {end}" if end else "false"  # never read: refused
             holds.append(
                 f"GRAPH {g} {{ {c} {LEASE_START} ?s{i} OPTIONAL {{ {c} {LEASE_FENCE} {f} }} "
                 f"FILTER({accepted}) }} FILTER({live})"
@@ -132,6 +150,10 @@ class Fence:
         for claim, nxt in zip(self.claims, self.next, strict=True):
             claim.fence = (*claim.fence, nxt)
 
+    def named_in(self, error: BaseException) -> bool:
+        """Whether ``error`` is this fence's refusal (creating its gate failed)."""
+        return refused_at(error, self.gate)
+
     def cleared(self) -> str:
         """The update that drops what a refusal may have left (Virtuoso keeps ``F``)."""
         return f"DROP SILENT GRAPH {sparql_term(self.gate)}"
@@ -162,9 +184,10 @@ class Fence:
             if nxt in counters:
                 claim.fence = (nxt,)
                 continue
-            alive = (
-                bool(starts and now)
-                and instant(now[0]) - max(instant(s) for s in starts) < claim.ttl_ms / 1000.0
+            # Live as the fence judged it: with its guard left, for a guarded (write) fence.
+            life = claim.ttl_ms / 1000.0 - (guard_s(claim.ttl_ms) if self.guard else 0.0)
+            alive = bool(starts and now) and (
+                instant(now[0]) - max(instant(s) for s in starts) < life
             )
             if not alive or not counters & set(claim.fence):
                 lost = lost or claim
@@ -210,6 +233,11 @@ def send_fenced(
         except StoreError:
             fence.unsure()
             raise exc from None
+        if lost is None and fence.named_in(exc):
+            # The server names the gate: the fence did not hold when the request came, though
+            # the claim looks alive now (its end as this client knew it was earlier than its
+            # latest renewal's, when reading that back failed): nothing was written.
+            lost = fence.claims[0]
         if lost is not None:
             with suppress(StoreError):
                 send(fence.cleared())

@@ -8,17 +8,16 @@ Why these steps never give two clients one subject at once: ``rdfmem.backends.sp
 from __future__ import annotations
 
 import random
-import re
 import threading
 import time
 import uuid
-from calendar import timegm
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
 from pyoxigraph import Literal, NamedNode
 
+from rdfmem.backends.sparql.lease_time import clock, guard_s, instant, until
 from rdfmem.core.errors import BackingError, LeaseDenied
 from rdfmem.core.ontology import RDFMEM
 from rdfmem.core.terms import sparql_term
@@ -44,6 +43,7 @@ __all__ = [
     "clock",
     "confirm",
     "delete_claims",
+    "guard_s",
     "instant",
     "range_node",
     "release",
@@ -70,39 +70,6 @@ RANGE_PREFIX = "urn:rdfmem:lease-range:"
 RANGE_DELIMITERS = ":/#"
 T = TypeVar("T")
 Row: TypeAlias = Mapping[str, Any]
-_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
-
-
-def clock() -> float:
-    """Seconds on a clock that never goes back and keeps counting while the machine is
-    suspended (Linux ``CLOCK_BOOTTIME``; ``time.monotonic`` elsewhere): a lease's time
-    to live runs on the server while a laptop sleeps, so a client's trust in it must too
-    (``time.monotonic`` stops during suspend on Linux)."""
-    if _BOOTTIME is not None:
-        return time.clock_gettime(_BOOTTIME)
-    return time.monotonic()
-
-
-def until(start: str, ttl_ms: int) -> str:
-    """The instant a claim started at ``start`` (the server's ``NOW()``, as the server
-    wrote it) ends, as a SPARQL ``xsd:dateTime`` in the server's own form (with a time
-    zone when ``start`` has one, in UTC; without when it has none), to the microsecond,
-    rounded down: a fence compares the server's ``NOW()`` with it.
-
-    >>> until("1970-01-01T00:00:01.5Z", 10_000)
-    '"1970-01-01T00:00:11.500000Z"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
-    >>> until("2026-01-01T10:00:00.123456789", 400)
-    '"2026-01-01T10:00:00.523456"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
-    """
-    m = _INSTANT.match(start.strip())
-    if m is None:
-        raise BackingError(f"the server's NOW() is not an xsd:dateTime: {start!r}")
-    whole = instant(start.split(".")[0] + (m.group(8) or "")) if m.group(7) else instant(start)
-    micros = int((m.group(7) or "0")[:6].ljust(6, "0")) + int(ttl_ms) * 1000
-    whole += micros // 1_000_000
-    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
-    zone = "Z" if m.group(8) else ""
-    return f'"{text}.{micros % 1_000_000:06d}{zone}"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
 
 
 @dataclass(frozen=True)
@@ -307,34 +274,6 @@ def _read_claims(
     )
 
 
-_INSTANT = re.compile(
-    r"^(-?\d{4,})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?$"
-)
-
-
-def instant(text: str) -> float:
-    """Seconds since the epoch of an ``xsd:dateTime`` (no time zone is read as UTC).
-
-    >>> instant("1970-01-01T00:00:01.5Z"), instant("1970-01-01T01:00:00+01:00")
-    (1.5, 0.0)
-
-    Raises:
-        BackingError: the text is not a dateTime.
-    """
-    m = _INSTANT.match(text.strip())
-    if m is None:
-        raise BackingError(f"the server's NOW() is not an xsd:dateTime: {text!r}")
-    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
-    seconds = float(timegm((year, month, day, hour, minute, second, 0, 0, 0)))
-    if m.group(7):
-        seconds += float("0." + m.group(7))
-    zone = m.group(8)
-    if zone and zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        seconds -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
-    return seconds
-
-
 @dataclass
 class _Seen:
     token: str
@@ -411,7 +350,7 @@ def acquire(
     prefetch = () if EVERY in subjects else tuple(prefetch)
     ttl_ms = max(1, int(ttl_ms))
     give_up = clock() + max(0, max_wait_ms) / 1000.0
-    margin = min(ttl_ms / 5000.0, 1.0)
+    margin = guard_s(ttl_ms)
     pace = pace or Pace()
     while True:
         started, started_wall = clock(), wall()
@@ -427,8 +366,10 @@ def acquire(
         ticket: int | None = None
         ahead: frozenset[str] = frozenset()
         moved = clock()
+        ends: dict[str, tuple[float, float]] = {}  # others' claims: end, guard (server time)
         while True:
             rows = yield Select(_read_claims(graph, subjects, claim.node, prefetch, near))
+            read_at = clock()
             claim.crowded = claim.crowded or any(
                 isinstance(r.get("n"), NamedNode)
                 and r["n"] != claim.node
@@ -441,6 +382,9 @@ def acquire(
                 claims.pop(token, None)
             dead = [NamedNode(CLAIM_PREFIX + t) for t, c in claims.items() if c.dead()]
             live = [c for c in claims.values() if not c.dead()]
+            for token, seen in claims.items():
+                if seen.start is not None and seen.ttl is not None:
+                    ends[token] = (seen.start + seen.ttl, guard_s(seen.ttl * 1000))
             if mine is None or mine.dead():
                 # Our own claim was taken for dead (we were slower than its ttl): retract
                 # it and start again with a new one.
@@ -453,6 +397,7 @@ def acquire(
             if not live:
                 if dead:
                     yield Update(delete_claims(graph, dead))
+                yield from _past_ended(claim, ends, live, mine.now, read_at, clock)
                 return claim
             claim.waited = True
             if ticket is None:
@@ -477,6 +422,7 @@ def acquire(
             if dead:
                 yield Update(delete_claims(graph, dead))
             if not blockers:
+                yield from _past_ended(claim, ends, live, mine.now, read_at, clock)
                 return claim
             now = clock()
             if now >= give_up:
@@ -512,6 +458,31 @@ def acquire(
                 subject=label,
                 holder=holder,
             )
+
+
+def _past_ended(
+    claim: Claim,
+    ends: Mapping[str, tuple[float, float]],
+    live: Sequence[_Seen],
+    now: float | None,
+    read_at: float,
+    clock: Callable[[], float],
+) -> Steps[None]:
+    """Before holding: when a claim seen in this acquisition is gone or dead after its end
+    (it may have been taken for dead, with a write of its holder admitted by the fence just
+    before its guard and still committing), wait until its end plus its guard by the
+    server's clock, and drop what the read brought (it may predate that write). Nothing to
+    wait for when every claim met was released before its end, as a holder releases."""
+    if now is None:
+        return
+    here = {c.token for c in live}
+    late = [end + guard for token, (end, guard) in ends.items() if token not in here and end <= now]
+    if not late:
+        return
+    pause = max(late) - now - (clock() - read_at)
+    if pause > 0:
+        claim.prefetch = None
+        yield Sleep(pause)
 
 
 @dataclass

@@ -61,6 +61,9 @@ the client left it, and refuses it otherwise (``LeaseExpired``, nothing written)
 repeated or stale request cannot land. The client also stops trusting a lease a little
 before its end (a fifth of the ttl, at most 1 s, on a clock that counts suspend: ``clock``)
 and renews a claim of its own when a quarter of its ttl is left, so long sections go on.
+The server keeps the same reserve (``guard_s``): it admits a write only while its claim has
+that much life left, and a client taking over from a claim that ended waits as much past
+its end, since a write admitted at the end may still be committing (``lease_fence``).
 
 A read-modify-write (``Leases.exclusive``) costs three requests when nobody else wants the
 subject: insert the claim; read the claims, and with them the subject's quads when one
@@ -544,7 +547,7 @@ class Leases:
     def _renew(self, claim: Claim) -> None:
         sent = clock()
         try:
-            self._send(renewal(self.graph, claim), write=False, fences=[claim])
+            self._send(renewal(self.graph, claim), write=False, fences=[claim], guard=False)
         except LeaseExpired:
             raise expired(claim) from None
         claim.deadline = sent + claim.ttl_ms / 1000.0 - min(claim.ttl_ms / 5000.0, 1.0)
@@ -553,7 +556,14 @@ class Leases:
         with suppress(StoreError):
             learn_end(claim, self.wire.select_rows(started(self.graph, claim)))
 
-    def _send(self, request: str, *, write: bool = True, fences: Sequence[Claim] = ()) -> None:
+    def _send(
+        self,
+        request: str,
+        *,
+        write: bool = True,
+        fences: Sequence[Claim] = (),
+        guard: bool = True,
+    ) -> None:
         """Send an update; when it holds a write (``write``), count it (``on_write``),
         also when it failed: it may have been applied. With ``fences`` (the claims it is
         made under), the server applies it only while each claim is this client's
@@ -569,12 +579,12 @@ class Leases:
             with ExitStack() as gates:
                 for claim in sorted(fences, key=lambda c: c.token):
                     gates.enter_context(claim.gate)
-                self._fenced(request, fences)
+                self._fenced(request, fences, guard)
         finally:
             if write:
                 self.on_write()
 
-    def _fenced(self, request: str, fences: Sequence[Claim]) -> None:
+    def _fenced(self, request: str, fences: Sequence[Claim], guard: bool) -> None:
         local = self._active.__dict__
 
         def quietly(sparql: str) -> Sequence[Row]:  # a read sending no deferred write
@@ -584,4 +594,5 @@ class Leases:
             finally:
                 local["quiet"] = False
 
-        send_fenced(self.wire.send_update, quietly, Fence(self.graph, fences), request)
+        fence = Fence(self.graph, fences, guard=guard)
+        send_fenced(self.wire.send_update, quietly, fence, request)

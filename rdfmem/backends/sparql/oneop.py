@@ -54,6 +54,7 @@ __all__ = [
     "STAGED_AT",
     "STAGED_PART",
     "Guard",
+    "refused_at",
     "StagedPlan",
     "blank_pattern",
     "staged_plan",
@@ -90,12 +91,20 @@ class Guard:
 
     def named_in(self, error: BaseException) -> bool:
         """Whether ``error`` is this guard's refusal (the server names the gate)."""
-        seen: BaseException | None = error
-        while seen is not None:
-            if self.gate.value in str(seen):
-                return True
-            seen = seen.__cause__ or seen.__context__
-        return False
+        return refused_at(error, self.gate)
+
+
+def refused_at(error: BaseException, gate: NamedNode) -> bool:
+    """Whether ``error`` (or its cause) says that creating ``gate`` failed because it holds
+    triples: a gate's refusal. The gate's mere mention is not enough: Virtuoso's message
+    quotes the whole request, gate and all, whatever operation failed."""
+    needles = (f"<{gate.value}> contains triples", f"<{gate.value}> already exists")
+    seen: BaseException | None = error
+    while seen is not None:
+        if any(needle in str(seen) for needle in needles):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def blank_pattern(quad: Quad, n: str, default_graph: NamedNode | None) -> tuple[str, str]:
