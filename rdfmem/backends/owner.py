@@ -38,6 +38,7 @@ import socket
 import socketserver
 import tempfile
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -58,13 +59,19 @@ from rdfmem.backends.base import Backend
 
 __all__ = [
     "CLOSING",
+    "Guarded",
+    "LIMIT_HEADER",
     "SCOPE_PARAM",
     "SINCE_PARAM",
     "SOCKET_NAME",
     "OwnerServer",
     "reachable",
+    "serialised",
     "socket_path",
 ]
+
+#: ``OwnerServer.guarded``: (text, default graphs, named graphs, seconds) -> (media, bytes).
+Guarded = Callable[[str, list[NamedNode], list[NamedNode], float], tuple[str, bytes]]
 
 SOCKET_NAME = "rdfmem.sock"
 #: A socket's path must fit in ``sockaddr_un.sun_path`` (108 bytes on Linux, 104 on macOS).
@@ -75,6 +82,9 @@ SCOPE_PARAM = "rdfmem-scope"
 #: The form parameter of an update asking for the journal's notes since ``epoch generation``
 #: in its answer (a JSON body, as ``GET /changes`` answers).
 SINCE_PARAM = "rdfmem-since"
+#: The header of a query someone else wrote (``rdfmem query`` on an attached store): its
+#: time limit in seconds. The owner runs it where it can be stopped (``OwnerServer.guarded``).
+LIMIT_HEADER = "rdfmem-time-limit"
 #: The most subjects, quads of one subject, and characters a journal answer carries the
 #: triples of (``values_of``).
 VALUE_SUBJECTS = 16
@@ -122,6 +132,10 @@ class OwnerServer:
         self.busy = 0
         self.closing = False
         self._quiet = threading.Condition()
+        #: Runs a query sent with ``LIMIT_HEADER`` (text, default graphs, named graphs, its
+        #: limit in seconds) to its serialised answer, stopped at the limit and capped in
+        #: memory; set by the store floor (``rdfmem.store.owner_reads``).
+        self.guarded: Guarded | None = None
 
     def start(self) -> None:
         """Listen on the socket (a file left there by an owner that died is replaced).
@@ -182,6 +196,9 @@ class OwnerServer:
         journal = getattr(self.backend, "journal", None)
         if journal is not None:
             journal.unpublish()
+        closer = getattr(self.guarded, "close", None)
+        if closer is not None:
+            closer()  # its idle query child
 
     def enter(self) -> bool:
         """Count a request in; False when the owner is closing."""
@@ -267,12 +284,16 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             default = [NamedNode(g) for g in params.get("default-graph-uri", [])]
             named = [NamedNode(g) for g in params.get("named-graph-uri", [])]
-            result = self.store.query(
-                params["query"][0],
-                default_graph=default or None,
-                named_graphs=named or None,
-            )
-            media, data = _serialised(result)
+            limit, guarded = self.headers.get(LIMIT_HEADER), self.serving.guarded
+            if limit is not None and guarded is not None:
+                media, data = guarded(params["query"][0], default, named, _seconds(limit))
+            else:
+                result = self.store.query(
+                    params["query"][0],
+                    default_graph=default or None,
+                    named_graphs=named or None,
+                )
+                media, data = serialised(result)
         except Exception as exc:  # every failure is the client's answer, never the server's end
             status = 400 if isinstance(exc, ValueError) else 500
             self._answer(status, "text/plain; charset=utf-8", str(exc).encode("utf-8"))
@@ -371,7 +392,19 @@ def _scope(text: str) -> tuple[str, tuple[str, ...] | None] | None:
     return None
 
 
-def _serialised(result: Any) -> tuple[str, bytes]:
+def _seconds(limit: str) -> float:
+    """A ``LIMIT_HEADER`` value: seconds, between 0.1 and one hour."""
+    try:
+        seconds = float(limit)
+    except ValueError:
+        raise ValueError(f"{LIMIT_HEADER} takes seconds, not {limit!r}") from None
+    if not 0.1 <= seconds <= 3600:  # NaN too
+        raise ValueError(f"{LIMIT_HEADER} takes 0.1 to 3600 seconds, not {limit!r}")
+    return seconds
+
+
+def serialised(result: Any) -> tuple[str, bytes]:
+    """A query's answer as the owner sends it: its media type and bytes."""
     if isinstance(result, QuerySolutions):
         return "application/sparql-results+json", result.serialize(
             format=QueryResultsFormat.JSON

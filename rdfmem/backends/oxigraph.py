@@ -25,7 +25,7 @@ from rdfmem.backends import indexfile
 from rdfmem.backends.base import Backend, Graph, Object, RawResult, Subject
 from rdfmem.backends.filelocks import SubjectFileLocks
 from rdfmem.backends.journal import Journal, declared_scope, scope_of_quads
-from rdfmem.backends.owner import OwnerServer
+from rdfmem.backends.owner import Guarded, OwnerServer
 from rdfmem.core.errors import BackingError, FormatError, QueryError, StoreAlreadyOpen
 from rdfmem.core.formats import check_rdf
 from rdfmem.core.outline import check_bindings
@@ -287,6 +287,13 @@ class OxigraphBackend(Backend):
                 prefixes=dict(prefixes or {}),
             )
         return bytes(out or b"")
+
+    def guard_reads(self, guarded: Guarded) -> None:
+        """Queries other processes send with a time limit (``rdfmem query`` on an
+        attached store) run through ``guarded``; nothing changes when this process does
+        not serve the store."""
+        if self._owner is not None:
+            self._owner.guarded = guarded
 
     def close(self) -> None:
         if "store" not in self.__dict__:

@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 import click
 
 from rdfmem.cli.group import cli, store_argument
-from rdfmem.cli.render import format_table, write_result
+from rdfmem.cli.query_run import bounded_query
+from rdfmem.cli.render import format_table
 from rdfmem.cli.stores import store_session, text_arg
 from rdfmem.core.errors import RdfMemError
 
@@ -168,6 +169,20 @@ _QUERY_FORMATS = ["table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "j
 @click.option(
     "--allow-network", is_flag=True, help="Let SERVICE reach the network (refused by default)."
 )
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 3600),
+    default=30.0,
+    show_default=True,
+    help="Seconds the query may run; it is stopped then.",
+)
+@click.option(
+    "--memory-cap",
+    type=click.IntRange(16, 1 << 20),
+    default=1024,
+    show_default=True,
+    help="MiB the query may allocate (a store this command opens itself).",
+)
 def query(
     store: str,
     sparql: str | None,
@@ -176,8 +191,14 @@ def query(
     param: tuple[str, ...],
     output: str,
     allow_network: bool,
+    timeout: float,
+    memory_cap: int,
 ) -> None:
     """Run a SPARQL query (or a named query) on STORE and print the result.
+
+    The query is stopped at --timeout and capped at --memory-cap, where it runs: in a
+    child process of this command, or of the process that holds STORE open (rdfmem mcp,
+    rdfmem serve), so it never stalls that process.
 
     \b
     Examples:
@@ -211,8 +232,16 @@ def query(
             raise click.UsageError("--param goes with --named")
         text = text_arg(sparql, file, "query")
     with store_session(store) as opened:
-        result = opened.query(text, bindings=bindings, allow_network=allow_network)
-        write_result(result, output, opened)
+        printed = bounded_query(
+            opened,
+            text,
+            bindings=bindings,
+            allow_network=allow_network,
+            output=output,
+            timeout=timeout,
+            memory_cap=memory_cap << 20,
+        )
+    click.echo(printed, nl=False)
 
 
 def _update_params(f: F) -> F:

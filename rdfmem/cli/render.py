@@ -15,7 +15,7 @@ from rdfmem.core.ontology import PREFIXES
 from rdfmem.core.results import GraphResult, SelectResult
 from rdfmem.store.rdfstore import RdfStore
 
-__all__ = ["format_table", "short", "write_result"]
+__all__ = ["format_table", "render_result", "short", "write_result"]
 
 
 def short(term: object, prefixes: dict[str, str]) -> str:
@@ -71,15 +71,19 @@ def format_table(
 
 
 def write_result(result: Any, output: str, store: RdfStore) -> None:
-    echo = click.echo
+    click.echo(render_result(result, output, store), nl=False)
+
+
+def render_result(result: Any, output: str, store: RdfStore) -> str:
+    """What ``rdfmem query`` prints for ``result`` in ``output``'s format, newline ended.
+
+    Raises:
+        click.ClickException: a format that does not fit the result's form.
+    """
     if isinstance(result, bool):
-        if output == "table":
-            echo("true" if result else "false")
-        elif output == "json":
-            echo(json.dumps({"head": {}, "boolean": result}))
-        else:
-            echo("true" if result else "false")
-        return
+        if output == "json":
+            return json.dumps({"head": {}, "boolean": result}) + "\n"
+        return ("true" if result else "false") + "\n"
     if isinstance(result, GraphResult):
         fmt = "turtle" if output in ("table", "json") else output
         try:
@@ -87,14 +91,12 @@ def write_result(result: Any, output: str, store: RdfStore) -> None:
             data = result.serialize(rdf_format(fmt), prefixes=prefixes)
         except FormatError as exc:
             raise click.ClickException(f"{exc} (CONSTRUCT and DESCRIBE give triples)") from exc
-        click.echo(data.decode("utf-8"), nl=False)
-        return
+        return data.decode("utf-8")
     assert isinstance(result, SelectResult)
     if output == "table":
-        echo(format_table(result.variables, list(result), prefixes=store.prefixes))
-        return
+        return format_table(result.variables, list(result), prefixes=store.prefixes) + "\n"
     try:
         text = result.serialize(results_format(output)).decode("utf-8")
     except FormatError as exc:
         raise click.ClickException(f"{exc} (SELECT gives rows)") from exc
-    click.echo(text, nl=not text.endswith("\n"))
+    return text if text.endswith("\n") else text + "\n"

@@ -7,7 +7,8 @@ its edits), ``triples`` (the triple half and SPARQL), ``typed`` (``TypedStore``)
 ``history=True`` records: clock, attribution), ``history_reads``, ``history_compact``,
 ``history_api`` (``RdfStore``'s history methods), ``history_wire`` (a versioned write on a
 SPARQL server), ``sandbox`` (kept children that run other people's queries), ``readonly``
-(read-only opens for ``rdfmem serve --workers``). Built on ``rdfmem.backends`` and
+(read-only opens for ``rdfmem serve --workers``), ``owner_reads`` (queries other
+processes send with a time limit, run in the sandbox). Built on ``rdfmem.backends`` and
 ``rdfmem.core`` only.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rdfmem.store import owner_reads as _owner_reads  # noqa: F401  (RdfStore.opened_hooks)
 from rdfmem.store.rdfstore import RdfStore, RemoteStore
 from rdfmem.store.remote import Endpoint, Lease
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 from pyoxigraph import BlankNode, DefaultGraph, NamedNode, Quad, Variable
@@ -84,6 +84,10 @@ class RdfStore(KeyValue, TripleStore, HistoryMethods, AsyncKeyValue):
         InvalidValue: a ``history_retention`` that is neither.
     """
 
+    #: Called with each store ``open`` returns (``rdfmem.store.owner_reads`` adds one: an
+    #: owner runs the queries other processes send with a time limit in its sandbox).
+    opened_hooks: ClassVar[list[Callable[[RdfStore], None]]] = []
+
     def __init__(
         self,
         backend: Backend | None = None,
@@ -138,7 +142,10 @@ class RdfStore(KeyValue, TripleStore, HistoryMethods, AsyncKeyValue):
         """
         from rdfmem.backends.attached import open_shared
 
-        return cls(open_shared(path, attach_wait_s), **options)
+        store = cls(open_shared(path, attach_wait_s), **options)
+        for hook in RdfStore.opened_hooks:
+            hook(store)
+        return store
 
     @classmethod
     def connect(
