@@ -10,6 +10,11 @@ client for both), and times, from just before the spawn:
 * ``first search``: the answer to the first ``search_nodes`` (one entity's name), sent
   right after ``initialize`` (as a host does, after ``notifications/initialized``).
 
+rdfmem with ``--keep-warm 600`` (a warm holder process serves the sessions that later
+starts hand over; ``rdfmem.mcp.handoff``) is measured on its own copy of the file: the
+first start (it spawns the holder, which imports the file), a start that spawns a holder
+on the imported store, and later starts, interleaved with the others.
+
 rdfmem is measured twice: its **first start** on the file (the one-time import into
 ``memory.jsonl.rdfmem/``, done once, then never again; one run) and **later starts** (the
 store beside the file). The official server reads its whole file on every call. Every run
@@ -26,10 +31,12 @@ and npm for the official server (installed into ~/.cache/rdfmem-tests/npm on fir
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -149,6 +156,32 @@ def import_shares(code: str, before: str = "", repeat: int = 5) -> list[tuple[st
     return sorted(groups.items(), key=lambda item: -item[1])
 
 
+def end_holders(runtime: Path) -> None:
+    """End the ``--keep-warm`` holders whose sockets are in ``runtime`` (SIGTERM: each
+    closes its store) and wait for them."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--hold-at" in argv and any(a.startswith(str(runtime).encode()) for a in argv):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGTERM)  # it closes the store and exits
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                try:
+                    if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+                except OSError:
+                    break  # reaped
+                time.sleep(0.01)
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+
+
 def floor(command: list[str], runs: int) -> list[float]:
     times = []
     for _ in range(runs):
@@ -204,15 +237,37 @@ def measure(folder: Path, n: int, runs: int) -> str:
     ours = StdioServerParameters(
         command=sys.executable, args=["-m", "rdfmem", "mcp"], env=_env(ours_file)
     )
+    # ``--keep-warm``: its own copy of the memory (a holder owns its store while it lives).
+    warm_file = folder / "warm" / "memory.jsonl"
+    warm_file.parent.mkdir()
+    shutil.copy(ours_file, warm_file)
+    runtime = Path(tempfile.mkdtemp(prefix="rdfmem-kw-"))  # short: it holds a socket
+    warm = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "rdfmem", "mcp", "--keep-warm", "600"],
+        env={**_env(warm_file), "XDG_RUNTIME_DIR": str(runtime)},
+    )
     load_before = os.getloadavg()
-    results: dict[str, list[tuple[float, float]]] = {"first": [], "ours": [], "theirs": []}
-    results["first"].append(anyio.run(one_run, ours, name))
-    entry = official_entry()
-    for _ in range(runs):  # interleaved, so both see the same machine
-        results["ours"].append(anyio.run(one_run, ours, name))
-        if entry is not None:
-            theirs = StdioServerParameters(command="node", args=[str(entry)], env=_env(theirs_file))
-            results["theirs"].append(anyio.run(one_run, theirs, name))
+    results: dict[str, list[tuple[float, float]]] = {
+        "first": [], "ours": [], "theirs": [], "warm": [], "warm_first": [], "warm_spawn": []
+    }  # fmt: skip
+    try:
+        results["first"].append(anyio.run(one_run, ours, name))
+        results["warm_first"].append(anyio.run(one_run, warm, name))
+        end_holders(runtime)  # the next start spawns a holder on the imported store
+        results["warm_spawn"].append(anyio.run(one_run, warm, name))
+        entry = official_entry()
+        for _ in range(runs):  # interleaved, so all see the same machine
+            results["ours"].append(anyio.run(one_run, ours, name))
+            results["warm"].append(anyio.run(one_run, warm, name))
+            if entry is not None:
+                theirs = StdioServerParameters(
+                    command="node", args=[str(entry)], env=_env(theirs_file)
+                )
+                results["theirs"].append(anyio.run(one_run, theirs, name))
+    finally:
+        end_holders(runtime)
+        shutil.rmtree(runtime, ignore_errors=True)
     load_after = os.getloadavg()
     python_floor = floor([sys.executable, "-c", "pass"], runs)
     # What any Python server on the official SDK pays before it can answer at all.
@@ -246,7 +301,21 @@ def measure(folder: Path, n: int, runs: int) -> str:
     lines.append(row("rdfmem first `search_nodes`", col("ours", 1), theirs_search))
     if theirs_search:
         lines.append(row("official first `search_nodes`", theirs_search, None))
+    warm_label = "rdfmem `--keep-warm`, later starts (a warm holder serves them)"
     lines += [
+        row(f"{warm_label}: `initialize`", col("warm", 0), theirs_init),
+        row(f"{warm_label}: first `search_nodes`", col("warm", 1), theirs_search),
+        row(
+            "rdfmem `--keep-warm`, a start that spawns the holder: first `search_nodes`",
+            col("warm_spawn", 1),
+            None,
+        ),
+        row(
+            "rdfmem `--keep-warm`, first start (spawns the holder, imports the file): "
+            "first `search_nodes`",
+            col("warm_first", 1),
+            None,
+        ),
         row("rdfmem first start (imports the file once): `initialize`", col("first", 0), None),
         row("rdfmem first start: first `search_nodes`", col("first", 1), None),
         row("floor: `python -c pass`", python_floor, None),

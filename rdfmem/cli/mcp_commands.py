@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,6 +46,41 @@ def _mcp_store(
                 "on a SPARQL server: rdfmem mcp http://HOST:7878/query"
             ) from exc
         raise
+
+
+def _holder_args(
+    store: str | None,
+    tools: str,
+    project: str | None,
+    query_timeout: float,
+    max_rows: int,
+    update_url: str | None,
+    embedder: str,
+    history: bool,
+) -> list[str]:
+    """``rdfmem``'s arguments for a holder serving as this command would (a store's path
+    made absolute: the holder may serve starters from other folders)."""
+    args = ["mcp"]
+    if store is not None:
+        remote = store.startswith(("http://", "https://")) or store == ":memory:"
+        args.append(store if remote else os.path.abspath(os.path.expanduser(store)))
+    args += ["--tools", tools, "--query-timeout", repr(query_timeout)]
+    args += ["--max-rows", str(max_rows), "--embedder", embedder]
+    args.append("--history" if history else "--no-history")
+    if project is not None:
+        args += ["--project", project]
+    if update_url is not None:
+        args += ["--update-url", update_url]
+    return args
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rdfmem")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _served(spec: str, update_url: str | None, history: bool) -> RdfStore:
@@ -131,6 +167,17 @@ class _McpCommand(click.Command):
     envvar="RDFMEM_MCP_HISTORY",
     help="Keep every write's past: who (the MCP client), when, what (history, asOf).",
 )
+@click.option(
+    "--keep-warm",
+    default=0.0,
+    show_default=True,
+    envvar="RDFMEM_MCP_KEEP_WARM",
+    type=click.FloatRange(0),
+    metavar="SECONDS",
+    help="Serve stdio sessions from a holder process kept for SECONDS after the last one "
+    "ends: later starts answer at once (0: each start serves alone).",
+)
+@click.option("--hold-at", hidden=True, type=click.Path(path_type=Path))
 def mcp_command(
     store: str | None,
     tools: str,
@@ -145,6 +192,8 @@ def mcp_command(
     update_url: str | None,
     embedder: str,
     history: bool,
+    keep_warm: float,
+    hold_at: Path | None,
 ) -> None:
     """Serve STORE to agents over the Model Context Protocol: a drop-in for the official
     memory server (same nine tools), plus rdfmem's memories, decisions and SPARQL.
@@ -162,6 +211,22 @@ def mcp_command(
       rdfmem mcp ~/.rdfmem/memory --embedder mypackage.embed:make_embedder
       rdfmem mcp config --client claude-desktop     # a host's configuration
     """
+    listener = None
+    if hold_at is not None:  # a holder: listen first, so starters can queue at once
+        from rdfmem.mcp.handoff import listen_at
+
+        listener = listen_at(hold_at)
+    elif keep_warm > 0 and not use_http:
+        from rdfmem.mcp.handoff import hand_off, holder_path
+
+        args = _holder_args(
+            store, tools, project, query_timeout, max_rows, update_url, embedder, history
+        )
+        args += ["--keep-warm", f"{keep_warm!r}"]
+        shape = [*args, os.environ.get("MEMORY_FILE_PATH"), os.getcwd(), sys.executable]
+        status = hand_off(args, holder_path([*shape, _version()]))
+        if status is not None:
+            sys.exit(status)
     from rdfmem.mcp.place import opener, where
     from rdfmem.mcp.toolsets import choose
 
@@ -202,6 +267,10 @@ def mcp_command(
             serve_http(
                 services, chosen, host=host, port=port, token=token, allowed_hosts=allowed_hosts
             )
+        elif listener is not None and hold_at is not None:
+            from rdfmem.mcp.holder import hold
+
+            hold(services, chosen, listener, hold_at, keep_warm or 600.0)
         else:
             serve_stdio(services, chosen)
     finally:

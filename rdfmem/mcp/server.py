@@ -42,7 +42,15 @@ from rdfmem.mcp.toolsets import ALL, DEFAULT, OFFICIAL, PRESETS
 if TYPE_CHECKING:
     from rdfmem.mcp.graph import Client
 
-__all__ = ["RESOURCE_URI", "TOOLS", "build_server", "serve_http", "serve_stdio"]
+__all__ = [
+    "RESOURCE_URI",
+    "TOOLS",
+    "build_server",
+    "prepare",
+    "serve_http",
+    "serve_stdio",
+    "serve_streams",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -298,7 +306,7 @@ WARM_AFTER = 1.0
 QUIET = 0.2
 
 
-def _prepare(
+def prepare(
     services: Services,
     server: Server[Any],
     after: threading.Event | None = None,
@@ -357,16 +365,27 @@ class _FirstSent:
         await self.aclose()
 
 
+async def serve_streams(
+    server: Server[Any],
+    answered: threading.Event,
+    stdin: anyio.AsyncFile[str] | None = None,
+    stdout: anyio.AsyncFile[str] | None = None,
+) -> None:
+    """One MCP session over ``stdin`` and ``stdout`` (this process's when None), until the
+    client closes them; ``answered`` is set once the ``initialize`` answer is out."""
+    async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
+        options = server.create_initialization_options()
+        await server.run(read, _FirstSent(write, answered), options)
+
+
 def serve_stdio(services: Services, tools: Sequence[str] = PRESETS[DEFAULT]) -> None:
     """Serve MCP over stdin/stdout until the client closes them."""
     server = build_server(services, tools)
     answered, stopping = threading.Event(), threading.Event()
-    _prepare(services, server, after=answered, stopping=stopping)
+    prepare(services, server, after=answered, stopping=stopping)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
-            options = server.create_initialization_options()
-            await server.run(read, _FirstSent(write, answered), options)
+        await serve_streams(server, answered)
 
     try:
         anyio.run(main)  # a client gone before its answer leaves the store unopened
@@ -399,5 +418,5 @@ def serve_http(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     gated = Gate(app, token=token, allowed_hosts=(*allowed_hosts, host))
-    _prepare(services, server)
+    prepare(services, server)
     uvicorn.run(gated, host=host, port=port, log_level="warning")

@@ -515,11 +515,10 @@ class TripleStore:
         if hub is None:
             with backend.lock:
                 return backend.load(raw, fmt, base_iri=base_iri, to_graph=name)
-        return int(
-            hub.load(
-                lambda see: backend.load(raw, fmt, base_iri=base_iri, to_graph=name, observe=see)
-            )
+        loaded: int = hub.load(
+            lambda see: backend.load(raw, fmt, base_iri=base_iri, to_graph=name, observe=see)
         )
+        return loaded
 
 
 def _wrap(raw: Any) -> QueryResult:
