@@ -57,6 +57,9 @@ class _Holder:
         self.last = time.monotonic()
         self.stopping = threading.Event()
         self.prepared = False
+        #: Threads that only wait on sockets (accepting, a session's starter): their own
+        #: pool, so many open sessions never take the tool calls' worker threads.
+        self.waits = anyio.CapacityLimiter(10_000)
 
     def accept(self) -> socket.socket | None:
         self.listener.settimeout(_ACCEPT_POLL_S)
@@ -77,7 +80,7 @@ class _Holder:
         async with anyio.create_task_group() as group:
             group.start_soon(self.idle, idle_s)
             while True:
-                conn = await anyio.to_thread.run_sync(self.accept)
+                conn = await anyio.to_thread.run_sync(self.accept, limiter=self.waits)
                 if conn is None:
                     break
                 group.start_soon(self.session, conn)
@@ -103,7 +106,9 @@ class _Holder:
         self.open += 1
         files: list[Any] = []
         try:
-            message, fds, _, _ = await anyio.to_thread.run_sync(socket.recv_fds, conn, 256, 2)
+            message, fds, _, _ = await anyio.to_thread.run_sync(
+                socket.recv_fds, conn, 256, 2, limiter=self.waits
+            )
             if message != HELLO or len(fds) != 2 or self.stopping.is_set():
                 for fd in fds:
                     os.close(fd)
@@ -137,7 +142,9 @@ class _Holder:
 
             async def starter_gone() -> None:
                 # The starter's end of the socket closed: its host is gone too.
-                await anyio.to_thread.run_sync(conn.recv, 1, abandon_on_cancel=True)
+                await anyio.to_thread.run_sync(
+                    conn.recv, 1, abandon_on_cancel=True, limiter=self.waits
+                )
                 group.cancel_scope.cancel()
 
             group.start_soon(starter_gone)
