@@ -14,6 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import StdioServerParameters
 from test_mcp_support import call, ok, rdfmem_params, stdio_session
 
 
@@ -49,6 +50,19 @@ def _end(pid: int) -> None:
 
 def _run_folder(runtime: dict[str, str]) -> Path:
     return Path(runtime["XDG_RUNTIME_DIR"]) / f"rdfmem-{os.getuid()}"
+
+
+async def _keep_one(params: StdioServerParameters) -> None:
+    """One session that writes the entity ``Kept``."""
+    async with stdio_session(params) as s:
+        entity = {"name": "Kept", "entityType": "thing", "observations": []}
+        ok(await call(s, "create_entities", {"entities": [entity]}))
+
+
+async def _names(params: StdioServerParameters) -> list[str]:
+    """The entities a new session reads."""
+    async with stdio_session(params) as s:
+        return [e["name"] for e in ok(await call(s, "read_graph", {}))["entities"]]
 
 
 def test_later_sessions_are_served_by_the_same_warm_holder(
@@ -115,22 +129,13 @@ def test_the_holder_exits_when_idle_and_a_new_start_brings_one_back(
     folder = Path(runtime["XDG_RUNTIME_DIR"])
 
     async def main() -> None:
-        async with stdio_session(params) as s:
-            ok(
-                await call(
-                    s,
-                    "create_entities",
-                    {"entities": [{"name": "Kept", "entityType": "thing", "observations": []}]},
-                )
-            )
+        await _keep_one(params)
         deadline = time.monotonic() + 15
         while _holders(folder) and time.monotonic() < deadline:
             await anyio.sleep(0.1)
         assert _holders(folder) == []  # gone about a second after its last session
         assert not list(_run_folder(runtime).glob("*.sock"))  # and its socket with it
-        async with stdio_session(params) as s:
-            graph = ok(await call(s, "read_graph", {}))
-            assert [e["name"] for e in graph["entities"]] == ["Kept"]
+        assert await _names(params) == ["Kept"]
 
     anyio.run(main)
 
@@ -142,21 +147,12 @@ def test_a_killed_holder_is_replaced_by_the_next_start(
     folder = Path(runtime["XDG_RUNTIME_DIR"])
 
     async def main() -> None:
-        async with stdio_session(params) as s:
-            ok(
-                await call(
-                    s,
-                    "create_entities",
-                    {"entities": [{"name": "Kept", "entityType": "thing", "observations": []}]},
-                )
-            )
+        await _keep_one(params)
         [holder] = _holders(folder)
         _end(holder)  # its socket file stays behind, stale
         await anyio.sleep(0.5)
         assert list(_run_folder(runtime).glob("*.sock"))
-        async with stdio_session(params) as s:
-            graph = ok(await call(s, "read_graph", {}))
-            assert [e["name"] for e in graph["entities"]] == ["Kept"]
+        assert await _names(params) == ["Kept"]
         [replacement] = _holders(folder)
         assert replacement != holder
 
@@ -184,14 +180,7 @@ def test_sigterm_ends_the_holder_cleanly(tmp_path: Path, runtime: dict[str, str]
     folder = Path(runtime["XDG_RUNTIME_DIR"])
 
     async def main() -> None:
-        async with stdio_session(params) as s:
-            ok(
-                await call(
-                    s,
-                    "create_entities",
-                    {"entities": [{"name": "Kept", "entityType": "thing", "observations": []}]},
-                )
-            )
+        await _keep_one(params)
         [holder] = _holders(folder)
         os.kill(holder, signal.SIGTERM)
         deadline = time.monotonic() + 20
