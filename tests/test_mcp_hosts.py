@@ -94,3 +94,12 @@ def test_the_written_entry_starts_without_the_virtualenv_on_path(tmp_path: Path)
 
     anyio.run(main)
     assert store.is_dir()
+
+
+def test_keep_warm_is_written_into_the_entry(tmp_path: Path) -> None:
+    result = _run(tmp_path, "--client", "cursor", "--keep-warm", "600")
+    assert result.exit_code == 0, result.output
+    server = json.loads(result.stdout)["mcpServers"]["memory"]
+    assert server["args"] == ["-m", "rdfmem", "mcp", "--keep-warm", "600"]
+    refused = _run(tmp_path, "--client", "cursor", "--keep-warm", "-1")
+    assert refused.exit_code == 2 and "--keep-warm" in refused.output

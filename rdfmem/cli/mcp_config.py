@@ -26,6 +26,12 @@ __all__ = ["config_command"]
 @click.option("--tools", metavar="PRESET|NAMES", help="rdfmem mcp --tools.")
 @click.option("--project", metavar="NAME", help="rdfmem mcp --project.")
 @click.option(
+    "--keep-warm",
+    type=click.FloatRange(0),
+    metavar="SECONDS",
+    help="rdfmem mcp --keep-warm: later sessions served by a warm holder process.",
+)
+@click.option(
     "--file",
     "file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -38,6 +44,7 @@ def config_command(
     name: str,
     tools: str | None,
     project: str | None,
+    keep_warm: float | None,
     file: Path | None,
 ) -> None:
     """Print (or --write) an MCP host's configuration for rdfmem mcp, with an absolute
@@ -47,6 +54,7 @@ def config_command(
     Examples:
       rdfmem mcp config --client claude-desktop
       rdfmem mcp config --client cursor --store ~/.rdfmem/memory --write
+      rdfmem mcp config --client claude-code --keep-warm 600 --write
     """
     args: list[str] = []
     if store:
@@ -55,6 +63,8 @@ def config_command(
         args += ["--tools", tools]
     if project:
         args += ["--project", project]
+    if keep_warm:
+        args += ["--keep-warm", f"{keep_warm:g}"]
     new = entry(client, args)
     path = file or config_path(client)
     if not write:
