@@ -2,9 +2,13 @@
 
 Side by side in one run, every call timed (none left out, the first included):
 
-1. ``set`` on an on-disk store: raw pyoxigraph quad edit (the floor), rdfmem without
-   history, rdfmem with history (the target: <= 1.5x without); then ``Memories.save`` on
-   an on-disk store without and with history (the same target).
+1. ``set`` on an on-disk store: raw pyoxigraph quad edit (the floor), the same request with
+   the history quads added one group at a time (the activity, the version, the
+   predecessor's end; then all of them, the head's move included: what each group costs
+   Oxigraph), rdfmem without history, rdfmem with history (the target: <= 1.5x without),
+   and a table of what each part costs; then ``Memories.save`` on an on-disk store
+   without and with history (the same target), beside raw pyoxigraph sending the very
+   requests of those saves without and with their versioning operations (the floor).
 2. ``get(key, as_of=t)`` at ``--versions`` versions (100 per key) against a current
    ``get`` answered by SPARQL (the target: <= 2x) and the cached ``get``.
 3. ``changes_since`` of a one-hour window at ``--big`` versions (the target: <= 10 ms).
@@ -32,6 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from latency import Latencies, machine, ms, ratio, time_calls
 from pyoxigraph import Literal, NamedNode, Quad, Store
@@ -43,6 +48,8 @@ from rdfmem.store.history import (
     ASSOCIATED,
     ENDED,
     GENERATED_AT,
+    GENERATED_BY,
+    HOUR,
     INVALIDATED_AT,
     LATEST,
     REVISION_OF,
@@ -62,6 +69,17 @@ UTC = dt.timezone.utc
 LEAST = frozenset(
     {ENDED, ASSOCIATED, SPECIALIZES, GENERATED_AT, REVISION_OF, VALUE, INVALIDATED_AT}
 )
+#: The history quads of a versioned ``set``, in groups, added one group at a time to raw
+#: pyoxigraph's request (the rows "+ ..."), so each group's cost is the step it adds.
+GROUPS: list[tuple[str, frozenset[NamedNode]]] = [
+    ("the activity (time, agent, hour: 3 quads)", frozenset({ENDED, ASSOCIATED, HOUR})),
+    (
+        "the version (resource, time, activity, predecessor, value: 5 quads)",
+        frozenset({SPECIALIZES, GENERATED_AT, GENERATED_BY, REVISION_OF, VALUE}),
+    ),
+    ("the predecessor's end (1 quad)", frozenset({INVALIDATED_AT})),
+    ("the head moved (1 quad removed, 1 added)", frozenset({LATEST})),
+]
 GET_SPARQL = "SELECT ?o WHERE { GRAPH <urn:rdfmem:graph:store> { ?s <urn:rdfmem:store:value> ?o } }"
 
 
@@ -115,11 +133,23 @@ def bench_writes(n: int, keys: int, folder: Path) -> list[str]:
     def raw_least_set(i: int) -> None:
         least.update(least_texts[i])
 
+    # The ladder: the entry's edit and the history's groups added one at a time (the last
+    # step is the row above with all of them).
+    ladder: dict[str, Callable[[int], object]] = {}
+    taken: frozenset[NamedNode] = frozenset()
+    for step, (name, group) in enumerate(GROUPS[:-1]):
+        taken |= group
+        stepped = Store(str(folder / f"raw-step-{step}"))
+        ladder[f"raw pyoxigraph, entry + {'... + ' if step else ''}{name}"] = _runner(
+            stepped, versioned_texts(n, subjects, only=taken)
+        )
+
     plain = RdfStore.open(folder / "plain")
     kept = RdfStore.open(folder / "history", history=True, agent="urn:agent:bench")
     results = alternate(
         {
             "raw pyoxigraph (floor)": raw_set,
+            **ladder,
             "raw pyoxigraph, the same quads as history=True": raw_versioned_set,
             "raw pyoxigraph, the 7 quads the issue names": raw_least_set,
             "rdfmem, no history": lambda i: plain.set(f"k{i % keys}", {"n": i}),
@@ -141,8 +171,42 @@ def bench_writes(n: int, keys: int, folder: Path) -> list[str]:
         f"History quads kept per write: {extra:.1f} (activity 3; version 4, and 5 with "
         "`prov:wasRevisionOf`; the previous version's end 1; the head: 1, moved).",
         "",
+        *costs(results, floor),
     ]
     return lines
+
+
+def costs(results: dict[str, Latencies], floor: float) -> list[str]:
+    """What each part of a versioned ``set`` costs, from the rows of one run: each group
+    of history quads (the step it adds to raw pyoxigraph's request, p50), and rdfmem's
+    own work (rdfmem's p50 less raw pyoxigraph's, with and without history)."""
+    names = list(results)
+    raw = [n for n in names if n.startswith("raw pyoxigraph, entry")]
+    steps = ["raw pyoxigraph (floor)", *raw, "raw pyoxigraph, the same quads as history=True"]
+    out = [
+        "What each part costs (p50 differences between the rows above; µs, and as a share "
+        "of the p50 of a `set` without history):",
+        "",
+        "| part | µs | share of a no-history `set` |",
+        "|---|---:|---:|",
+    ]
+    for (name, _), before, after in zip(GROUPS, steps[:-1], steps[1:], strict=True):
+        step = results[after].p50 - results[before].p50
+        out.append(f"| {name} | {step * 1e6:.0f} | {step / floor:.2f} |")
+    engine = results[steps[-1]].p50 - results[steps[0]].p50
+    ours = (results["rdfmem, history=True"].p50 - results[steps[-1]].p50) - (
+        results["rdfmem, no history"].p50 - results[steps[0]].p50
+    )
+    out += [
+        f"| all history quads, in Oxigraph | {engine * 1e6:.0f} | {engine / floor:.2f} |",
+        f"| rdfmem's own work for history (Python) | {ours * 1e6:.0f} | {ours / floor:.2f} |",
+        "",
+    ]
+    return out
+
+
+def _runner(store: Store, texts: list[str]) -> Callable[[int], object]:
+    return lambda i: store.update(texts[i])
 
 
 def alternate(calls: dict[str, Callable[[int], object]], n: int) -> dict[str, Latencies]:
@@ -163,13 +227,20 @@ def bench_saves(n: int, titles: int, folder: Path) -> list[str]:
         RdfStore.open(folder / "memories-history", history=True, agent="urn:agent:bench")
     )
 
-    def save(memories: Memories) -> Callable[[int], None]:
+    def save(memories: Memories) -> Callable[[int], object]:
         return lambda i: memories.save(
             Memory("global", f"Note {i % titles}", f"note {i} on search latency")
         )
 
+    # The floor: the very requests of these saves (made before the clock starts, by a
+    # store in memory), sent by raw pyoxigraph to on-disk stores, without and with the
+    # operations that version them.
+    plain_texts, versioned = save_requests(n, titles)
+    raw_plain, raw_kept = Store(str(folder / "saves-raw")), Store(str(folder / "saves-raw-h"))
     results = alternate(
         {
+            "raw pyoxigraph, the save's request (floor)": _runner(raw_plain, plain_texts),
+            "raw pyoxigraph, the save's request with history": _runner(raw_kept, versioned),
             "`Memories.save`, no history": save(plain),
             "`Memories.save`, history=True": save(kept),
         },
@@ -186,6 +257,26 @@ def bench_saves(n: int, titles: int, folder: Path) -> list[str]:
         *(row(name, lat, floor) for name, lat in results.items()),
         "",
     ]
+
+
+def save_requests(n: int, titles: int) -> tuple[list[str], list[str]]:
+    """The SPARQL update of each of ``n`` saves (as ``bench_saves`` makes them) by a
+    store in memory keeping history: without its versioning operations, and whole."""
+    store = RdfStore(history=True, agent="urn:agent:bench")
+    memories = Memories(store)
+    sent: list[str] = []
+    update = store.sparql_update
+
+    def keep(sparql: str, **options: Any) -> None:
+        sent.append(sparql)
+        update(sparql, **options)
+
+    vars(store)["sparql_update"] = keep  # this store's requests, kept as they are sent
+    for i in range(n):
+        memories.save(Memory("global", f"Note {i % titles}", f"note {i} on search latency"))
+    # The save's own operations come first: a delete and one INSERT DATA of the memory.
+    plain = [" ;\n".join(text.split(" ;\n")[:2]) for text in sent]
+    return plain, sent
 
 
 def versioned_texts(

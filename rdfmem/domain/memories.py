@@ -223,12 +223,15 @@ class Memories:
                     "updated_at": now if old is not None else memory.updated_at,
                 }
             )
-            body = "\n".join(_triples(subject, stored, literal))
+            lines = _triples(subject, stored, literal)
+            body = "\n".join(lines)
             g = sparql_term(graph)
             update = (
                 f"{_delete_request(graph, subject)} ;\nINSERT DATA {{ GRAPH {g} {{\n{body}\n}} }}"
             )
-            self.store.sparql_update(memory_history.versioned(self.store, update, graph, subject))
+            self.store.sparql_update(
+                memory_history.versioned(self.store, update, graph, subject, lines)
+            )
             vectors.put(subject, literal_vector(literal))
             texts.put(subject, _embedding_text(stored))
         return stored
@@ -263,7 +266,9 @@ class Memories:
             if not self.store.ask(subject=subject, graph=graph):
                 raise MemoryNotFound(f"no {scope} memory titled {title!r}")
             update = _delete_request(graph, subject)
-            self.store.sparql_update(memory_history.versioned(self.store, update, graph, subject))
+            self.store.sparql_update(
+                memory_history.versioned(self.store, update, graph, subject, [])
+            )
             vectors.remove(subject)
             texts.remove(subject)
 

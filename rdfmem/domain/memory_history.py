@@ -31,6 +31,7 @@ agent and reason, in the same request. So:
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 from dataclasses import replace
 
 from pyoxigraph import NamedNode
@@ -39,18 +40,31 @@ from rdfmem.core.errors import MemoryNotFound
 from rdfmem.domain.memory_model import Memory
 from rdfmem.domain.memory_rdf import memory_from_quads
 from rdfmem.domain.past import moment_of, require_history, snapshot
+from rdfmem.store.history import StateLines
 from rdfmem.store.history_reads import Version
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["past_store", "read_as_of", "versioned", "versions"]
 
 
-def versioned(store: RdfStore, update: str, graph: NamedNode, subject: NamedNode) -> str:
+def versioned(
+    store: RdfStore,
+    update: str,
+    graph: NamedNode,
+    subject: NamedNode,
+    state: Sequence[str] | None = None,
+) -> str:
     """``update`` followed by the operations recording ``subject``'s version, when the
-    store keeps history (call inside the write's ``exclusive`` section)."""
+    store keeps history (call inside the write's ``exclusive`` section).
+
+    ``state``: when ``update`` replaces all of the memory's quads, the N-Triples lines it
+    writes for it (``memory_rdf._triples``; ``[]`` for ``forget``): an embedded store then
+    writes the version as data, with no pattern to evaluate nor tombstone to test
+    (``RdfStore.versioning_update``'s ``states``)."""
     if not store.keeps_history:
         return update
-    return update + " ;\n" + store.versioning_update(graph, [subject])
+    states = None if state is None else {subject: StateLines(tuple(state))}
+    return update + " ;\n" + store.versioning_update(graph, [subject], states=states)
 
 
 def versions(store: RdfStore, graph: NamedNode, subject: NamedNode) -> list[Version]:

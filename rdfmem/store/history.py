@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as _dt
 import random
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -49,6 +49,7 @@ __all__ = [
     "Attribution",
     "HistoryClock",
     "Recorder",
+    "StateLines",
     "attributed",
     "current_attribution",
     "data_graph_of",
@@ -312,6 +313,17 @@ def attributed(by: str | NamedNode | None = None, why: str | None = None) -> Ite
 
 
 @dataclass(frozen=True)
+class StateLines:
+    """A resource's quads after a write, as the N-Triples lines the write itself sent for
+    them (one triple a line: ``<subject> <predicate> object .``). Given to
+    ``versioning_update(states=...)``, the version copies this text (each line checked to
+    be one triple about the resource), so a big literal such as an embedding is not
+    written out a second time."""
+
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Stamp:
     """One write's activity: its IRI, time, agent and reason."""
 
@@ -343,6 +355,35 @@ class Stamp:
         (the first version is 1), written last in the IRI (``depth_of``)."""
         tail = "" if depth is None else f"-d{depth}"
         return NamedNode(f"{VERSION_PREFIX}{self.token}-{n}{tail}")
+
+
+def when_text(token: str) -> str:
+    """The ``xsd:dateTime`` literal of a time token, as SPARQL text (``date_literal``'s).
+
+    >>> when_text("20261123T231500.000012Z")
+    '"2026-11-23T23:15:00.000012Z"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
+    """
+    t = token
+    return f'"{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}:{t[11:13]}:{t[13:22]}Z"^^<{XSD_DATETIME.value}>'
+
+
+_ENDED_TEXT = f"<{ENDED.value}>"
+_ASSOCIATED_TEXT = f"<{ASSOCIATED.value}>"
+_HOUR_TEXT = f"<{HOUR.value}>"
+_REASON_TEXT = f"<{REASON.value}>"
+
+
+def activity_text(stamp: Stamp, when: str) -> str:
+    """``Stamp.quads`` as SPARQL DATA text (``when``: ``when_text`` of its token), ending
+    with " ."."""
+    t = stamp.token
+    text = (
+        f"<{stamp.activity.value}> {_ENDED_TEXT} {when} ; {_ASSOCIATED_TEXT} <{stamp.by}> ; "
+        f'{_HOUR_TEXT} "{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}"'
+    )
+    if stamp.why is not None:
+        text += f" ; {_REASON_TEXT} {Literal(stamp.why)}"
+    return text + " ."
 
 
 class Recorder:
@@ -384,6 +425,17 @@ class Recorder:
             attribution.why,
         )
 
+    def stamp_after(self, heads: Iterable[NamedNode]) -> Stamp:
+        """A new activity later than each of ``heads`` (versions: a write is later than
+        the version it replaces, also when another process or client made it)."""
+        newest = max((token_of_version(h.value) for h in heads), default="")
+        stamp = self.stamp()
+        if newest and stamp.token[:_TOKEN_LEN] <= newest:
+            # A head from a clock ahead of this process's (rare): its time is read.
+            after = _from_token(newest)
+            stamp = self.stamp(after)
+        return stamp
+
     def record(
         self,
         graph: NamedNode,
@@ -402,8 +454,7 @@ class Recorder:
         history = history_graph(graph)
         # Later than every head (a write is later than the version it replaces, also when
         # another process or client made it): IRIs sort by time, one is read.
-        newest = max((h.value for h in heads.values()), key=token_of_version, default=None)
-        stamp = self.stamp(None if newest is None else time_of_version(newest))
+        stamp = self.stamp_after(heads.values())
         when = _token_literal(stamp.token)
         activity = stamp.activity
         remove: list[Quad] = []
@@ -454,23 +505,13 @@ class Recorder:
         a ``DELETE DATA`` / ``INSERT DATA`` block (``OxigraphBackend.apply_text``). The
         same quads as ``record`` for the same stamp (``tests/test_history_text.py``)."""
         history = history_graph(graph)
-        newest = max((h.value for h in heads.values()), key=token_of_version, default=None)
-        stamp = self.stamp(None if newest is None else time_of_version(newest))
+        stamp = self.stamp_after(heads.values())
         token = stamp.token
-        t = token
-        when = (
-            f'"{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}:{t[11:13]}:{t[13:22]}Z"^^<{XSD_DATETIME.value}>'
-        )
+        when = when_text(token)
         a = f"<{stamp.activity.value}>"
-        added = [
-            f"{a} <{ENDED.value}> {when} ; <{ASSOCIATED.value}> {_agent_node(stamp.by)} ; "
-            f'<{HOUR.value}> "{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}"'
-        ]
-        if stamp.why is not None:
-            added.append(f" ; <{REASON.value}> {Literal(stamp.why)}")
-        added.append(" .")
+        added = [activity_text(stamp, when)]
         removed: list[str] = []
-        names = {RDF_TYPE: HAD_TYPE, **(rename or {})}
+        names = {RDF_TYPE: HAD_TYPE, **rename} if rename else _TYPE_ONLY
         for n, (subject, state) in enumerate(changes):
             prev = heads.get(subject)
             depth = 1 if prev is None else depth_of(prev.value)
@@ -478,13 +519,13 @@ class Recorder:
             version = f"{VERSION_PREFIX}{token}-{n}{tail}"
             v, s = f"<{version}>", f"<{subject.value}>"
             added.append(
-                f" {v} <{SPECIALIZES.value}> {s} ; <{GENERATED_AT.value}> {when} ; "
-                f"<{GENERATED_BY.value}> {a}"
+                f" {v} {_SPECIALIZES_TEXT} {s} ; {_GENERATED_AT_TEXT} {when} ; "
+                f"{_GENERATED_BY_TEXT} {a}"
             )
             if prev is not None:
                 p = f"<{prev.value}>"
-                added.append(f" ; <{REVISION_OF.value}> {p}")
-                removed.append(f"{s} <{LATEST.value}> {p} .")
+                added.append(f" ; {_REVISION_OF_TEXT} {p}")
+                removed.append(f"{s} {_LATEST_TEXT} {p} .")
             for q in state:
                 pred = names.get(q.predicate, q.predicate)
                 o = q.object
@@ -492,15 +533,25 @@ class Recorder:
                     o = Literal(o.value)  # as ``record``: the JSON text as a plain string
                 added.append(f" ; <{pred.value}> {o}")
             if not state:
-                added.append(f" ; <{RDF_TYPE.value}> <{TOMBSTONE.value}>")
-            added.append(f" . {s} <{LATEST.value}> {v} .")
+                added.append(_TOMBSTONE_TEXT)
+            added.append(f" . {s} {_LATEST_TEXT} {v} .")
             if prev is not None:
-                added.append(f" {p} <{INVALIDATED_AT.value}> {when} .")
+                added.append(f" {p} {_INVALIDATED_AT_TEXT} {when} .")
             if made is not None:
                 made.append((subject.value, version, not state))
         h = f"<{history.value}>"
         gone = f"GRAPH {h} {{ {' '.join(removed)} }}" if removed else ""
         return gone, f"GRAPH {h} {{ {''.join(added)} }}"
+
+
+_TYPE_ONLY = {RDF_TYPE: HAD_TYPE}
+_SPECIALIZES_TEXT = f"<{SPECIALIZES.value}>"
+_GENERATED_AT_TEXT = f"<{GENERATED_AT.value}>"
+_GENERATED_BY_TEXT = f"<{GENERATED_BY.value}>"
+_REVISION_OF_TEXT = f"<{REVISION_OF.value}>"
+_INVALIDATED_AT_TEXT = f"<{INVALIDATED_AT.value}>"
+_LATEST_TEXT = f"<{LATEST.value}>"
+_TOMBSTONE_TEXT = f" ; <{RDF_TYPE.value}> <{TOMBSTONE.value}>"
 
 
 def require(recorder: Recorder | None) -> Recorder:

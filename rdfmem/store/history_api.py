@@ -9,17 +9,17 @@ for a domain write made in SPARQL, in the operations ``versioning_update`` retur
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any
 
-from pyoxigraph import NamedNode, Quad
+from pyoxigraph import BlankNode, NamedNode, Quad, RdfFormat, parse
 
 from rdfmem.backends.base import Backend
 from rdfmem.core.errors import InvalidTerm, InvalidValue
 from rdfmem.core.keys import KeyCodec, decode_value
-from rdfmem.core.terms import sparql_term
 from rdfmem.store.history import (
     GENERATED_AT,
     GENERATED_BY,
@@ -31,16 +31,17 @@ from rdfmem.store.history import (
     SPECIALIZES,
     TOMBSTONE,
     VALUE,
+    VERSION_PREFIX,
     Recorder,
+    StateLines,
+    activity_text,
     attributed,
     data_graph_of,
-    date_literal,
     history_graph,
     latest_versions,
     require,
-    time_of_version,
-    token_of_version,
     utc_time,
+    when_text,
 )
 from rdfmem.store.history_compact import compact
 from rdfmem.store.history_reads import Change, Version, changes, history_graphs, state_at
@@ -187,7 +188,13 @@ class HistoryMethods:
             targets = [_node(g, "graph") for g in graphs]
         return compact(self.backend, recorder, targets, before=cut, keep=keep)
 
-    def versioning_update(self, graph: Any, subjects: Iterable[Any]) -> str:
+    def versioning_update(
+        self,
+        graph: Any,
+        subjects: Iterable[Any],
+        *,
+        states: Mapping[Any, Sequence[Quad] | StateLines] | None = None,
+    ) -> str:
         """SPARQL Update operations that record a version of each of ``subjects`` of
         ``graph`` as it stands after the operations they follow: append them with
         ``" ;\\n"`` to a domain write's update, so both land in one request (one
@@ -195,9 +202,16 @@ class HistoryMethods:
         ``rm:hadType``), or is a tombstone when it has none left. One activity (now, the
         current attribution) covers them all.
 
+        ``states``: the quads a subject has in ``graph`` after the operations, when the
+        caller knows them (a write that replaces all of a subject's quads: ``[]`` for a
+        deletion). On an embedded store its version is then written as data (no pattern
+        for Oxigraph to evaluate, no test for a tombstone); elsewhere, and for the other
+        subjects, it is copied from the graph by the request.
+
         Raises:
             HistoryUnavailable: the store keeps no history.
-            InvalidTerm: ``graph`` or a subject is not an IRI.
+            InvalidTerm: ``graph`` or a subject is not an IRI, or a quad of ``states``
+                is not about its subject.
         """
         recorder = self._recorder()
         g = _node(graph, "graph")
@@ -207,7 +221,12 @@ class HistoryMethods:
         # An embedded store (every write passes through it) reads the heads now, inside
         # the write's section: the heads move as data, with no pattern to evaluate.
         heads = latest_versions(self.backend, g, nodes) if self._hub is not None else None
-        return versioning_operations(recorder, g, nodes, heads)
+        known = None
+        if states:  # checked on every store; keys may be IRIs as text, as ``subjects``
+            known = _known_states(nodes, {_node(k, "subject"): v for k, v in states.items()})
+        return versioning_operations(
+            recorder, g, nodes, heads, known if heads is not None else None
+        )
 
     def _renames_for(self, graph: NamedNode) -> dict[NamedNode, NamedNode]:
         return {self._value_predicate: VALUE} if graph == self._kv_graph else {}
@@ -217,11 +236,121 @@ def _with(item: Any, **changes: Any) -> Any:
     return replace(item, **changes)
 
 
+def _known_states(
+    subjects: list[NamedNode], states: Mapping[NamedNode, Sequence[Quad] | StateLines]
+) -> dict[NamedNode, list[tuple[bool, str]]]:
+    # Each given state as (is rdf:type, "predicate object ." text) pairs, checked to be about
+    # its subject. A blank node written as data would be a new one: such a subject is left
+    # to the pattern copy.
+    known: dict[NamedNode, list[tuple[bool, str]]] = {}
+    for subject in subjects:
+        state = states.get(subject)
+        if state is None:
+            continue
+        if isinstance(state, StateLines):
+            pairs = _checked_lines(subject, state.lines)
+        else:
+            stray = [q for q in state if q.subject != subject]
+            if stray:
+                raise InvalidTerm(
+                    f"states[{subject.value!r}] must hold only quads about {subject.value!r}, "
+                    f"not {stray[0]}"
+                )
+            pairs = [
+                (q.predicate == RDF_TYPE, f"<{q.predicate.value}> {q.object} .")
+                for q in state
+                if not isinstance(q.object, BlankNode)
+            ]
+            if len(pairs) < len(state):
+                continue
+        if pairs is not None:
+            known[subject] = pairs
+    return known
+
+
+#: One N-Triples triple's predicate and object as ``sparql_term`` writes them, and its end:
+#: an IRI, or a string (escapes ``\\t``, ``\\"`` ... only: no ``\\u``, which SPARQL expands
+#: before it reads the text) with a language or a datatype. Such a text is one term that
+#: nothing can leave. A line of another shape is parsed instead (``_parsed_lines``).
+_IRI_TEXT = r'<[^<>"{}|^`\\\x00-\x20]*>'
+_STRING_TEXT = r'"[^"\\\n\r]*(?:\\[tbnrf"\'\\\\][^"\\\n\r]*)*"'
+_SUFFIX = re.compile(rf"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^{_IRI_TEXT})?")
+_PREDICATE = re.compile(rf"({_IRI_TEXT}) ")
+_IRI = re.compile(_IRI_TEXT)
+_TYPE_TEXT = f"<{RDF_TYPE.value}>"
+_STRING = re.compile(_STRING_TEXT)
+
+
+def _one_term(text: str) -> bool:
+    # ``text`` is one IRI, or one string with its language or datatype (see above). A
+    # long string with no quote nor backslash inside (an embedding) is checked by ``in``
+    # alone: a regular expression takes ~5 ns a character.
+    if text.startswith("<"):
+        return _IRI.fullmatch(text) is not None
+    end = text.rfind('"')
+    if not text.startswith('"') or end < 1 or _SUFFIX.fullmatch(text, end + 1) is None:
+        return False
+    inside = text[1:end]
+    if '"' not in inside and "\\" not in inside and "\n" not in inside and "\r" not in inside:
+        return True
+    return _STRING.fullmatch(text, 0, end + 1) is not None
+
+
+def _checked_lines(subject: NamedNode, lines: Sequence[str]) -> list[tuple[bool, str]] | None:
+    # ``lines`` as (is rdf:type, text after the subject), each checked to be one N-Triples
+    # triple about ``subject`` (``_one_term``: ~1 µs a line), else by parsing them. None
+    # (the pattern copy) when one has a blank node or a \u escape. Each is later written
+    # on a line of its own, as in N-Triples.
+    s = f"<{subject.value}> "
+    pairs = []
+    for line in lines:
+        match = _PREDICATE.match(line, len(s)) if line.startswith(s) else None
+        if match is None or not line.endswith(" .") or not _one_term(line[match.end() : -2]):
+            return _parsed_lines(subject, lines)
+        pairs.append((match.group(1) == _TYPE_TEXT, line[len(s) :]))
+    return pairs
+
+
+def _parsed_lines(subject: NamedNode, lines: Sequence[str]) -> list[tuple[bool, str]] | None:
+    # ``_checked_lines`` by parsing. pyoxigraph's N-Triples parser takes one triple a line,
+    # never two nor one across lines: one parse of the lines joined, giving as many
+    # triples as lines that each start with the subject, checks each line.
+    s = f"<{subject.value}> "
+    bad = next(
+        (
+            line
+            for line in lines
+            if not line.startswith(s) or not line.endswith(" .") or "\n" in line or "\r" in line
+        ),
+        None,
+    )
+    quads: list[Quad] = []
+    if bad is None:
+        try:
+            quads = list(parse("\n".join(lines).encode("utf-8"), RdfFormat.N_TRIPLES))
+        except SyntaxError as exc:
+            bad = f"{exc}"
+    if bad is None and len(quads) != len(lines):
+        bad = "(a line holding no triple)"
+    if bad is not None:
+        raise InvalidTerm(
+            f"states: each line must be one N-Triples triple about {subject.value!r} "
+            f"ending with ' .', not {bad!r}"
+        )
+    pairs = []
+    for quad, line in zip(quads, lines, strict=True):
+        if isinstance(quad.object, BlankNode) or "\\u" in line or "\\U" in line:
+            return None
+        pairs.append((quad.predicate == RDF_TYPE, line[len(s) :]))
+    return pairs
+
+
 def versioning_operations(
     recorder: Recorder,
     graph: NamedNode,
     subjects: list[NamedNode],
     heads: Mapping[NamedNode, NamedNode] | None = None,
+    states: Mapping[NamedNode, list[tuple[bool, str]]] | None = None,
 ) -> str:
     """The SPARQL Update operations of ``HistoryMethods.versioning_update``: every head
     moves first (the previous versions get their end), then one ``INSERT DATA`` of the
@@ -230,22 +359,18 @@ def versioning_operations(
     ``heads``: each subject's latest version, read by the caller inside the write's
     section (``latest_versions``): the heads then move as ``DELETE DATA`` / ``INSERT
     DATA``, and the activity is later than each of them. None: each head is found by
-    the request itself (``DELETE … INSERT … WHERE``), as on a server."""
-    newest = None
-    if heads:
-        newest = max((h.value for h in heads.values()), key=token_of_version)
-    stamp = recorder.stamp(None if newest is None else time_of_version(newest))
-    history = history_graph(graph)
-    h, g = sparql_term(history), sparql_term(graph)
-    when = sparql_term(date_literal(stamp.at))
-    a = sparql_term(stamp.activity)
-    data = [
-        f"{sparql_term(q.subject)} {sparql_term(q.predicate)} {sparql_term(q.object)} ."
-        for q in stamp.quads(history)
-    ]
-    moves, ends, states = [], [], []
+    the request itself (``DELETE … INSERT … WHERE``), as on a server. ``states``: the
+    subjects' quads after the write, when known: those versions' states go into the
+    ``INSERT DATA`` (a tombstone for ``[]``) instead of being copied by a pattern."""
+    stamp = recorder.stamp_after(heads.values() if heads else ())
+    h, g = f"<{history_graph(graph).value}>", f"<{graph.value}>"
+    token = stamp.token
+    when = when_text(token)
+    a = f"<{stamp.activity.value}>"
+    data = [activity_text(stamp, when)]
+    moves, ends, copies = [], [], []
     for n, subject in enumerate(subjects):
-        s, v = sparql_term(subject), sparql_term(stamp.version(n))
+        s, v = f"<{subject.value}>", f"<{VERSION_PREFIX}{token}-{n}>"
         if heads is None:
             moves.append(
                 f"DELETE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }} "
@@ -254,7 +379,7 @@ def versioning_operations(
                 f"WHERE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }}"
             )
         elif subject in heads:
-            old = sparql_term(heads[subject])
+            old = f"<{heads[subject].value}>"
             ends.append(f"{s} <{LATEST.value}> {old} .")
             data.append(
                 f"{old} <{INVALIDATED_AT.value}> {when} . {v} <{REVISION_OF.value}> {old} ."
@@ -263,11 +388,15 @@ def versioning_operations(
             f"{v} <{SPECIALIZES.value}> {s} ; <{GENERATED_AT.value}> {when} ; "
             f"<{GENERATED_BY.value}> {a} . {s} <{LATEST.value}> {v} ."
         )
-        states.append(
+        known = None if states is None else states.get(subject)
+        if known is not None:
+            data.extend(_state_text(v, known))
+            continue
+        copies.append(
             f"INSERT {{ GRAPH {h} {{ {v} ?q ?o }} }} WHERE {{ GRAPH {g} {{ {s} ?p ?o }} "
             f"BIND (IF(?p = <{RDF_TYPE.value}>, <{HAD_TYPE.value}>, ?p) AS ?q) }}"
         )
-        states.append(
+        copies.append(
             f"INSERT {{ GRAPH {h} {{ {v} a <{TOMBSTONE.value}> }} }} "
             f"WHERE {{ {{ SELECT (COUNT(*) AS ?left) WHERE {{ GRAPH {g} {{ {s} ?p ?o }} }} }} "
             f"FILTER (?left = 0) }}"
@@ -275,4 +404,18 @@ def versioning_operations(
     if ends:
         moves.append(f"DELETE DATA {{ GRAPH {h} {{ {' '.join(ends)} }} }}")
     inserted = f"INSERT DATA {{ GRAPH {h} {{ {' '.join(data)} }} }}"
-    return " ;\n".join([*moves, inserted, *states])
+    return " ;\n".join([*moves, inserted, *copies])
+
+
+def _state_text(version: str, state: list[tuple[bool, str]]) -> list[str]:
+    # A version's state as data: the quads with the version as subject, ``rdf:type``
+    # written ``rm:hadType`` (what the pattern copy writes), a line each; a tombstone
+    # when empty.
+    if not state:
+        return [f"{version} <{RDF_TYPE.value}> <{TOMBSTONE.value}> ."]
+    out = []
+    for typed, text in state:
+        if typed:  # rdf:type: the object follows the predicate's "> "
+            text = f"<{HAD_TYPE.value}> {text[text.index('> ') + 2 :]}"
+        out.append(f"{version} {text}\n")
+    return out
