@@ -39,15 +39,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from rdfmem.backends.base import Backend
+from rdfmem.store.history import data_graph_of
 from rdfmem.store.indexes.graph import GraphIndex
 from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.loading import Loaded, Watcher
 from rdfmem.store.indexes.saved import Section, Sections, code_digest
 from rdfmem.store.indexes.vectors import VectorSet
 from rdfmem.store.indexes.versions import kept_indexes
-
-#: The prefix of a history graph's IRI (``rdfmem.store.history``): the data graph follows.
-HISTORY_PREFIX = "urn:rdfmem:history:"
 
 __all__ = ["IndexHub"]
 
@@ -101,9 +99,9 @@ class IndexHub:
             Section.of("graphs", k, (k,), g) for k, g in self._graphs.items() if fresh(g.seen, (k,))
         ]
         for index in kept_indexes(self):  # a history graph's, with the data graph it follows
-            graphs = (index.graph.removeprefix(HISTORY_PREFIX), index.graph)
-            if index.graph.startswith(HISTORY_PREFIX) and fresh(index.seen, graphs):
-                sections.append(Section.of("versions", index.graph, graphs, index))
+            data = data_graph_of(index.graph)
+            if data is not None and fresh(index.seen, (data, index.graph)):
+                sections.append(Section.of("versions", index.graph, (data, index.graph), index))
         return {"code": code_digest(), "sections": sections} if sections else None
 
     def saved_index(self, kind: str, key: Any) -> Any | None:
