@@ -159,6 +159,7 @@ def attached_turns(folder: Path, n: int, turns: int, timeout: float) -> dict[str
     seconds: dict[tuple[str, str], list[float]] = {}
     requests: dict[tuple[str, str], list[int]] = {}
     errors: dict[str, str] = {}
+    graphs: dict[str, tuple[str, int, str]] = {}  # process -> when its HNSW graph came, how
     plan = {"owner": ["owner"], "attached": ["attached"], "both": ["owner", "attached"]}
     try:
         for name, child in children.items():
@@ -176,12 +177,16 @@ def attached_turns(folder: Path, n: int, turns: int, timeout: float) -> dict[str
                     if done["ok"]:
                         seconds.setdefault((phase, name), []).append(done["seconds"])
                         requests.setdefault((phase, name), []).append(done.get("requests", 0))
+                        state = done.get("graph", "none")
+                        if state != "none" and name not in graphs:
+                            graphs[name] = (phase, i + 1, state)
                     else:
                         errors[name] = f"{phase}, turn {i + 1}: {done['error']}"
     finally:
         for child in children.values():
             child.stop()
     out["errors"] = errors
+    out["graphs"] = graphs
     out["lat"] = {k: Latencies.of(v) for k, v in seconds.items()}
     out["requests"] = {k: sorted(v)[len(v) // 2] for k, v in requests.items()}
     print("turns", {k: v.summary()["p50_ms"] for k, v in out["lat"].items()}, errors, flush=True)
@@ -247,6 +252,20 @@ def turns_table(t: dict[str, Any]) -> list[str]:
                 f"{label}: p50 {ratio(a.p50 / o.p50)}, p99 {ratio(a.p99 / o.p99)}, slowest "
                 f"{ratio(a.slowest / o.slowest)}, all turns {ratio(a.total / o.total)}"
             )
+    how = {
+        "built": "built in that process",
+        "taken": "taken from the graph file another process of the store saved",
+    }
+    came = [
+        f"{name}: from its turn {turn} of phase “{PHASES[phase]}” ({how.get(state, state)})"
+        for name, (phase, turn, state) in t.get("graphs", {}).items()
+    ]
+    lines += [
+        "",
+        "The memory vectors' HNSW graph was in place (after a turn) — "
+        + ("; ".join(came) if came else "in neither process (exact search throughout)")
+        + ".",
+    ]
     if ratios:
         lines += ["", "Attached ÷ owner (target ≤ 2×), " + "; ".join(ratios) + "."]
     else:

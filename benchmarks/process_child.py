@@ -6,7 +6,9 @@ Commands (one a line; each answered by one JSON line on stdout, ``{"ok": false, 
 * ``open PATH``: ``RdfStore.open(PATH)``; answers the seconds it took;
 * ``updates N``: ``N`` x ``store.update("counter", +1)``; answers each call's seconds;
 * ``turn I``: one agent turn (``workload.rdfmem_turn``) with ids from ``I``; its seconds,
-  and the requests it sent to the owner (an attached process; 0 in the owner);
+  the requests it sent to the owner (an attached process; 0 in the owner), and whether the
+  memory vectors' HNSW graph is in place after it: ``built`` here, ``taken`` from the file
+  another process of the store saved (``rdfmem.store.indexes.graphfile``), or ``none``;
 * ``get KEY``: the value under ``KEY``;
 * ``close``: closes the store. End of input closes it too and exits.
 """
@@ -25,6 +27,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workload import rdfmem_turn
 
 from rdfmem import RdfStore
+from rdfmem.domain.embeddings import EMBEDDING
+
+
+def graph_state(store: RdfStore) -> str:
+    """``built``, ``taken`` or ``none``: the HNSW graph of this process's memory vectors
+    (private parts, read only: the library has no public view of them)."""
+    hub: Any = store.indexes
+    follower = store.follower(EMBEDDING) if hub is None else None
+    sets = list(hub._vectors.values()) if hub is not None else []
+    if follower is not None:
+        sets = list(follower.sets.values())
+    blocks = [b for s in sets for b in s._blocks.values() if b.ann is not None]
+    if any(b.adopted for b in blocks):
+        return "taken"
+    return "built" if blocks else "none"
 
 
 def main() -> None:
@@ -58,6 +75,8 @@ def main() -> None:
                 turn(int(argument))
                 reply["seconds"] = time.perf_counter() - t0
                 reply["requests"] = len(sent)
+                assert store is not None
+                reply["graph"] = graph_state(store)
             elif command == "get":
                 assert store is not None, "open first"
                 reply["value"] = store.get(argument)

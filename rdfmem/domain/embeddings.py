@@ -48,6 +48,7 @@ from rdfmem.core.errors import InvalidValue
 from rdfmem.core.ontology import RDFMEM
 from rdfmem.core.terms import sparql_term
 from rdfmem.store.indexes import IndexHub, VectorSet
+from rdfmem.store.indexes.graphfile import store_folder
 from rdfmem.store.indexes.loading import Loaded
 from rdfmem.store.known_rows import subject_rows
 
@@ -293,7 +294,7 @@ def top_k(matrix: NDArray[np.float32], query: Vector, limit: int) -> list[tuple[
     norm = float(np.linalg.norm(query))
     if norm == 0.0:
         return []
-    # On this thread, not through threaded BLAS (see rdfmem.store.indexes.vectors._scores).
+    # On this thread, not through threaded BLAS (see rdfmem.store.indexes.hnsw.scores).
     scores = np.einsum("ij,j->i", matrix, (query / norm).astype(np.float32))
     if limit < scores.shape[0]:
         candidates = np.argpartition(-scores, limit - 1)[:limit]
@@ -332,6 +333,12 @@ def vector_of(literal: Any) -> Vector | None:
     if not raw or len(raw) % 4:
         return None
     return np.frombuffer(raw, dtype="<f4")
+
+
+def share(vectors: VectorSet | None, folder: Path | None) -> None:
+    """Have ``vectors`` take and save its HNSW graphs in ``folder`` (when it has none)."""
+    if isinstance(vectors, VectorSet) and vectors.folder is None and folder is not None:
+        vectors.folder = folder
 
 
 #: Past this many subjects written by other processes, an index is read again whole.
@@ -378,16 +385,31 @@ def keep_loaded(
         if id(index) not in before:
             if index is own:
                 read_own()
+                _after_load(index)
             continue
         again: set[tuple[str, str]] = set()
-        for subject, value in entries.items():
-            if value is None or (graph, subject) in index:
-                again.add((graph, subject))
-            else:
-                index.put(graph, subject, value)
-        if again:
-            patch(index, again, read)
-        index.seen = generation
+        prepare = getattr(index, "before_load", None)
+        if prepare is not None:
+            prepare()
+        try:
+            for subject, value in entries.items():
+                if value is None or (graph, subject) in index:
+                    again.add((graph, subject))
+                else:
+                    index.put(graph, subject, value)
+            if again:
+                patch(index, again, read)
+            index.seen = generation
+        finally:
+            _after_load(index)
+
+
+def _after_load(index: Any) -> None:
+    # The load pays for what the next turns would: room for their rows, and the loaded
+    # rows put into an HNSW graph in place (``VectorSet.after_load``).
+    settle = getattr(index, "after_load", None)
+    if settle is not None:
+        settle()
 
 
 class VectorIndex:
@@ -445,6 +467,10 @@ class VectorIndex:
         remote = self.store.follower(self.predicate) if hub is None else None
         if remote is not None:  # a server keeping the change log: fetch what changed
             hits = remote.search(names, query, limit, self._graph_entries, self._subject_entries)
+            folder = store_folder(self.store)
+            if folder is not None:  # an attached process: take the owner's HNSW graphs
+                for graph in names:
+                    share(remote.sets.get(graph), folder)
         elif hub is None:
             vectors = VectorSet(names, self.predicate.value, approximate=False)
             vectors.rebuild(self._entries(graphs))
@@ -468,6 +494,8 @@ class VectorIndex:
 
     def _fresh(self, hub: IndexHub, names: tuple[str, ...]) -> VectorSet:
         vectors = hub.vectors(names, self.predicate.value)
+        if vectors.folder is None:
+            share(vectors, store_folder(self.store))
         if hub.fresh(vectors.seen, names):
             return vectors
         changed = hub.changed(vectors.seen, names)

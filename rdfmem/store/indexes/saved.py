@@ -21,7 +21,9 @@ from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
+from rdfmem.store.indexes import columns as columns_module
 from rdfmem.store.indexes import graph as graph_module
+from rdfmem.store.indexes import hnsw as hnsw_module
 from rdfmem.store.indexes import keywords as keywords_module
 from rdfmem.store.indexes import rowkeys as rowkeys_module
 from rdfmem.store.indexes import vectors as vectors_module
@@ -42,7 +44,8 @@ def code_digest() -> str:
     """A digest of the index classes' source: saved indexes are read by the code that
     wrote them only (a checkout changed between runs rebuilds)."""
     digest = blake2b(digest_size=12)
-    for module in (graph_module, keywords_module, rowkeys_module, vectors_module, versions_module):
+    modules = (columns_module, graph_module, hnsw_module, keywords_module, rowkeys_module)
+    for module in (*modules, vectors_module, versions_module):
         digest.update(Path(module.__file__ or "").read_bytes())
     return digest.hexdigest()
 
