@@ -7,7 +7,8 @@ On real Oxigraph server and Virtuoso (``tests/servers.py``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -161,3 +162,75 @@ def test_a_load_inside_a_leased_block_is_refused_before_anything_is_fetched(
     finally:
         listener.close()
     assert not store.ask(subject="urn:ex:doc")
+
+
+def _within(seconds: float, work: Callable[[], None]) -> None:
+    """Run ``work`` on a thread; fail (instead of hanging the suite) if it deadlocks."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # reported below, on the test's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"deadlocked: still running after {seconds} s"
+    if errors:
+        raise errors[0]
+
+
+def test_a_key_written_inside_its_own_exclusive_block(server: Server) -> None:
+    # store.set(key) inside store.exclusive(key) took the client's per-subject lock a
+    # second time on the same thread and waited for itself forever.
+    store = server.connect()
+
+    def read_modify_write() -> None:
+        with store.exclusive(store._codec.subject("count")):  # the key's own subject
+            store.set("count", (store.get("count") or 0) + 1)
+            store.set("count", store.get("count") + 1)
+            with store.exclusive():  # every subject, nested: also held already
+                store.set("other", "x")
+
+    try:
+        _within(30, read_modify_write)
+        _within(30, read_modify_write)
+        assert store.get("count") == 4
+        fresh = server.connect()
+        try:
+            assert fresh.get("count") == 4  # written to the server, not kept back
+        finally:
+            fresh.close()
+    finally:
+        store.close()
+
+
+def test_a_nested_block_does_not_let_another_thread_in(server: Server) -> None:
+    store = server.connect()
+    entered = threading.Event()
+    order: list[str] = []
+
+    def other() -> None:
+        entered.wait(10)
+        with store.exclusive(EX + "s"):
+            order.append("other")
+
+    def nested() -> None:
+        with store.exclusive(EX + "s"):
+            with store.exclusive(EX + "s"):
+                entered.set()
+                time.sleep(0.3)  # the other thread is waiting for EX s now
+                order.append("inner")
+            time.sleep(0.2)  # leaving the inner block does not release the outer one
+            order.append("outer")
+
+    thread = threading.Thread(target=other, daemon=True)
+    thread.start()
+    try:
+        _within(30, nested)
+        thread.join(30)
+        assert order == ["inner", "outer", "other"]
+    finally:
+        store.close()

@@ -29,6 +29,7 @@ from rdfmem.domain.decision_history import versioned
 from rdfmem.domain.decision_models import Edge, Node, as_model, copy_node, node_age, utc_now
 from rdfmem.domain.decision_reader import DecisionReader
 from rdfmem.store.indexes import GraphIndex
+from rdfmem.store.known_rows import prefetching, subject_rows
 
 __all__ = ["DecisionGraph"]
 
@@ -56,17 +57,23 @@ class DecisionGraph(DecisionReader):
     """
 
     @contextmanager
-    def _writing(self, *subjects: str) -> Iterator[GraphIndex | None]:
+    def _writing(self, *subjects: str, prefetch: Sequence[str] = ()) -> Iterator[GraphIndex | None]:
         # Check-then-write of nodes and edges: the whole graph, for every writer of the
         # store (the write lock; a lease on a SPARQL server). Yields the graph's index when
         # it was fresh before the write: the caller changes it after its write succeeded,
         # and it stays fresh; when the block raises, a write that happened leaves it stale.
         # ``subjects``: the IRIs whose triples the write changes (none: any in the graph).
+        # ``prefetch``: the IRIs the write checks first; on a SPARQL server the claim's own
+        # read brings their triples, and the checks send no request (``rdfmem.backends.prefetch``).
         hub = self.store.indexes
         named = [NamedNode(s) for s in subjects] if len(subjects) <= _SUBJECTS else []
         # What changed is declared: a server's change log, or an owned store's journal,
         # tells followers (other clients, attached processes) to read just that.
-        with self.store.exclusive(self.graph), self.store.declared(self._graph_term, named):
+        with (
+            prefetching([NamedNode(s) for s in prefetch]),
+            self.store.exclusive(self.graph),
+            self.store.declared(self._graph_term, named),
+        ):
             if hub is None:
                 yield None
                 return
@@ -101,7 +108,7 @@ class DecisionGraph(DecisionReader):
         item: Node = as_model(Node, node)
         iri = self._node_iri(item.id)
         lines = self._lines_of_node(iri, item)
-        with self._writing(iri) as index:
+        with self._writing(iri, prefetch=[iri]) as index:
             if self._has(iri, q.RM_STATUS):
                 raise DecisionGraphError(f"a node with id {item.id!r} already exists")
             insert = q.insert_update(self.graph, lines, unless=[f"<{iri}> {q.RM_STATUS} ?status"])
@@ -179,7 +186,7 @@ class DecisionGraph(DecisionReader):
             DecisionGraphError: ``node_id`` is not a str.
         """
         iri = self._node_iri(self._id(node_id))
-        with self._writing() as index:
+        with self._writing(prefetch=[iri]) as index:
             if not self._has(iri, q.RM_STATUS):
                 return False
             # The node, and every resource naming it (edges, nodes linking to it), change.
@@ -200,7 +207,8 @@ class DecisionGraph(DecisionReader):
         """
         item: Edge = as_model(Edge, edge)
         ends = (self._node_iri(item.from_id), self._edge_iri(item.id))
-        with self._writing(*ends) as index:
+        checked = [ends[1], ends[0], self._node_iri(item.to_id)]
+        with self._writing(*ends, prefetch=checked) as index:
             self._check_edge(item)
             self._update(self._insert_edge(item), ends)
             if index is not None:
@@ -338,7 +346,8 @@ class DecisionGraph(DecisionReader):
 
     def _present(self, edge_iri: str, node_iris: Sequence[str]) -> tuple[set[str], bool]:
         """Which of ``node_iris`` are stored nodes, and whether the edge ``edge_iri`` is
-        stored, in one query (the IRIs are minted, escaped, by ``_node_iri``/``_edge_iri``)."""
+        stored, in one query (the IRIs are minted, escaped, by ``_node_iri``/``_edge_iri``),
+        or in none when the write's claim brought their triples (``subject_rows``)."""
         pairs = " ".join(
             [f"(<{edge_iri}> {q.RM_EDGE_TYPE})", *(f"(<{i}> {q.RM_STATUS})" for i in node_iris)]
         )
@@ -346,7 +355,9 @@ class DecisionGraph(DecisionReader):
             f"SELECT DISTINCT ?s ?p WHERE {{ GRAPH <{self.graph}> {{ "
             f"VALUES (?s ?p) {{ {pairs} }} ?s ?p ?o }} }}"
         )
-        rows = [(row["s"].value, row["p"].value) for row in self._rows(sparql)]
+        subjects = [NamedNode(i) for i in (edge_iri, *node_iris)]
+        found = subject_rows(self.store, self._graph_term, subjects, sparql)
+        rows = [(row["s"].value, row["p"].value) for row in found]
         edge_type = q.RM_EDGE_TYPE[1:-1]
         nodes = {s for s, p in rows if p != edge_type}
         return nodes, any(s == edge_iri and p == edge_type for s, p in rows)

@@ -17,10 +17,16 @@ no rdfmem client writes is pruned by the looks that meet it (a bounded number of
 per request, at most once a second), a look reads at most ``MAX_CHANGE_ROWS`` rows,
 one per triple, and leaves out by name the records this client has read already, and
 nothing in the log makes a reader raise. What writes record is ``rdfmem.backends.sparql.text``.
+
+A look costs what is new, not the whole window (``_bounded``): it reads in full only the
+records dated since shortly before the previous look, and counts the rest of the window in
+the same request; when the count is what this cursor has read there, nothing committed late
+and the look is done, else it looks at the whole window as above (one request more).
 """
 
 from __future__ import annotations
 
+import heapq
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -30,7 +36,18 @@ from typing import Any, Protocol
 
 from pyoxigraph import NamedNode
 
-from rdfmem.backends.sparql.logread import MAX_SKIPPED, look_query, prune_query, read_look
+from rdfmem.backends.sparql.loglines import Line, line_of, names_of
+from rdfmem.backends.sparql.logread import (
+    MAX_FRESH_SKIPPED,
+    MAX_SKIPPED,
+    Look,
+    bounded_query,
+    counted,
+    exact_us,
+    look_query,
+    prune_query,
+    read_look,
+)
 from rdfmem.backends.sparql.text import MAX_CHANGE_ROWS, Changes, log_change, xsd_instant
 from rdfmem.core.errors import BackingError
 
@@ -38,6 +55,22 @@ __all__ = ["ChangeLog", "Reader"]
 
 #: A look that met records to prune prunes the log at most this often (seconds).
 PRUNE_EVERY_S = 1.0
+#: A bounded look reads in full the records dated at or after the previous look's server
+#: time less this (seconds): a write stamped just before that look and committed after it
+#: is read there, instead of making the count differ.
+FRESH_S = 1.0
+#: At most this many records read are remembered by date (about 150 bytes each).
+MAX_DATED = 100_000
+#: The remembered dates are trimmed to the last two windows at most this often (seconds).
+TRIM_EVERY_S = 1.0
+#: After this many bounded looks in a row that could not tell (a count that differed, a
+#: record it cannot count), the next ``FULL_AFTER_MISSES`` looks are full ones (a log whose
+#: dates this client cannot count: Virtuoso's have no time zone).
+MISSES_IN_A_ROW = 8
+FULL_AFTER_MISSES = 32
+#: The lines of at most this many cursors are kept (one per follower: vectors, texts,
+#: the decision graph, and callers of ``changes_since``).
+MAX_LINES = 16
 
 
 class Reader(Protocol):
@@ -65,6 +98,15 @@ class ChangeLog:
         self._pruned_at = 0.0  # the server time this client last pruned the log
         self._lock = threading.Lock()
         self._read: dict[str, tuple[float, int]] = {}  # records read: name -> date, size
+        # Records read in the last two windows: name -> latest date, dates in microseconds
+        # (None: not all in UTC), to count them in bounded looks.
+        self._dated: dict[str, tuple[float, tuple[int, ...] | None]] = {}
+        self._dated_trimmed = 0.0  # the window's start when ``_dated`` was last trimmed
+        self._misses = 0  # bounded looks in a row whose count differed
+        self._full_for = 0  # full looks to make before a bounded one again
+        self._lines: dict[int, Line] = {}  # by the identity of a cursor's names
+        self.bounded = 0  # bounded looks that were enough
+        self.missed = 0  # bounded looks whose count differed (a full look followed)
 
     def declared(self) -> bool:
         """True inside this thread's ``scope`` block."""
@@ -148,7 +190,114 @@ class ChangeLog:
         own_default: bool,
     ) -> tuple[Changes, bool, bool]:
         """One look: the changes, whether the log holds records to prune, and whether the
-        answer was cut at the row cap."""
+        answer was cut at the row cap. A bounded look first (``_bounded``), the full one
+        when that cannot tell."""
+        if cursor is not None:
+            found = self._bounded(server, cursor, slack_s, own_default)
+            if found is not None:
+                return found
+        return self._full(server, cursor, slack_s, own_default)
+
+    def _bounded(
+        self,
+        server: Reader,
+        cursor: tuple[float, frozenset[str]],
+        slack_s: float,
+        own_default: bool,
+    ) -> tuple[Changes, bool, bool] | None:
+        """A look bounded by what is new (``bounded_query``): the records dated at or after
+        ``fresh`` (the previous look's server time less ``FRESH_S``) in full, and the count
+        of those dated in ``[since, fresh)``. When the count is the number of records of
+        that span this cursor has read, none committed there after the previous look, and
+        the look is done; otherwise None (look in full).
+
+        A record the server counts is one with a date in the span; the client counts the
+        records this cursor read that have one date, in UTC (``exact_us``: to the
+        microsecond, so both sides order it against the span's whole milliseconds alike),
+        lying there (``loglines``: two bisections). So both agree on every record it read,
+        and any record it has not read makes the server's count the larger: records are
+        added, never removed inside the window (the log is pruned of records older than
+        ``retention_s``, which the look's horizon tells, and of records no rdfmem client
+        writes, which a client never counts). A record it read but cannot count (another
+        date form, several dates, one a prune removes) in the span means a full look,
+        without asking. Deleting a record it read while writing one it did not, both in
+        the span, is a stranger's doing it cannot see (as a stranger deleting a record
+        before any reader saw it)."""
+        since, seen = cursor
+        low, fresh = xsd_instant(since), xsd_instant(since + slack_s - FRESH_S)
+        low_us, fresh_us = exact_us(low), exact_us(fresh)
+        if low_us is None or fresh_us is None or fresh_us <= low_us:
+            return None
+        with self._lock:
+            if self._full_for > 0:  # a log this client cannot count lately: look in full
+                self._full_for -= 1
+                return None
+            line = self._line(since, seen)
+        if line.odd_since(since):  # a record it cannot count as the server does is in the
+            self._missing()  # span: the counts would differ (on Virtuoso, every record:
+            return None  # it writes dates without a time zone)
+        known = line.count(low_us, fresh_us)
+        skip = line.since(fresh_us - 1000)[-MAX_FRESH_SKIPPED:]  # read since ``fresh``
+        rows = server.select_rows(bounded_query(self.graph, low, fresh, skip))
+        count, rest = counted(rows)
+        cut = len(rest) > MAX_CHANGE_ROWS  # (a cut look reports everything changed)
+        if count != known and not cut:
+            self._missing(asked=True)
+            return None
+        look = read_look(rest, cursor, slack_s, own_default)
+        changes = look.changes
+        left, recent = changes.cursor
+        # The next cursor holds the names this one held (the records read before, most still
+        # in the window) and those read now; the names of records older than the window are
+        # dropped only once they are many (a copy of the names is a pass over them all).
+        new = recent - seen
+        names = seen | new if new else seen
+        read = {n: (look.read[n][0], d) for n, d in look.dated.items()}
+        after = line.advance(left, names, read)
+        if len(names) > 2 * (len(after.names) + len(after.odd)) + 256:
+            after.recent = names = recent.union(names_of(after, left))
+        changes = replace(changes, cursor=(left, names))
+        self._remember(look, left, slack_s)
+        with self._lock:
+            self.bounded += 1
+            self._misses = 0
+            self._keep_line(after)
+        return changes, look.prune, cut
+
+    def _missing(self, *, asked: bool = False) -> None:
+        """A bounded look could not tell (``asked``: after its request): after
+        ``MISSES_IN_A_ROW`` of them, the next ``FULL_AFTER_MISSES`` looks are full ones."""
+        with self._lock:
+            self.missed += int(asked)
+            self._misses += 1
+            if self._misses >= MISSES_IN_A_ROW:
+                self._misses, self._full_for = 0, FULL_AFTER_MISSES
+
+    def _line(self, since: float, recent: frozenset[str]) -> Line:
+        """The line of the cursor (``since``, ``recent``): kept from the look that made
+        it, or made from the records remembered (call with ``_lock`` held)."""
+        found = self._lines.get(id(recent))
+        if found is not None and found.recent is recent and found.start == since:
+            return found
+        return self._keep_line(line_of(since, recent, self._dated))
+
+    def _keep_line(self, line: Line) -> Line:
+        """Keep ``line`` for its cursor's next look; the oldest lines beyond ``MAX_LINES``
+        are dropped (call with ``_lock`` held)."""
+        self._lines[id(line.recent)] = line
+        while len(self._lines) > MAX_LINES:
+            del self._lines[next(iter(self._lines))]
+        return line
+
+    def _full(
+        self,
+        server: Reader,
+        cursor: tuple[float, frozenset[str]] | None,
+        slack_s: float,
+        own_default: bool,
+    ) -> tuple[Changes, bool, bool]:
+        """A look at every record of the window, leaving out by name the largest ones
+        this cursor has read."""
         since = 0.0 if cursor is None else cursor[0]
         seen = frozenset() if cursor is None else cursor[1]
         with self._lock:
@@ -163,10 +312,28 @@ class ChangeLog:
         still = {n for n, at in skip.items() if at >= left}  # left out, still in the window
         if still:
             changes = replace(changes, cursor=(left, recent | still))
+        self._remember(look, left, slack_s)
+        return changes, look.prune, len(rows) > MAX_CHANGE_ROWS
+
+    def _remember(self, look: Look, left: float, slack_s: float) -> None:
+        """Keep what a look read: the sizes of the latest records (to leave them out of
+        full looks) and the dates of every record of the last two windows (to count them
+        in bounded looks), at most ``MAX_DATED``."""
         with self._lock:
             self._read.update(look.read)
-            kept = sorted(
-                ((at, w, n) for n, (at, w) in self._read.items() if at >= left), reverse=True
-            )[: 4 * MAX_SKIPPED]  # bounded: the latest records are kept
-            self._read = {n: (at, w) for at, w, n in kept}
-        return changes, look.prune, len(rows) > MAX_CHANGE_ROWS
+            if len(self._read) > 4 * MAX_SKIPPED:  # bounded: the latest records are kept
+                kept = sorted(
+                    ((at, w, n) for n, (at, w) in self._read.items() if at >= left), reverse=True
+                )[: 2 * MAX_SKIPPED]  # (half: sorted again only every few hundred records)
+                self._read = {n: (at, w) for at, w, n in kept}
+            for name, dates in look.dated.items():
+                self._dated[name] = (look.read[name][0], dates)
+            over = len(self._dated) > MAX_DATED
+            if over or left - self._dated_trimmed > TRIM_EVERY_S:
+                self._dated_trimmed = left
+                oldest = left - slack_s  # a cursor one window behind still counts
+                dated = {n: e for n, e in self._dated.items() if e[0] >= oldest}
+                if len(dated) > MAX_DATED:
+                    latest = heapq.nlargest(MAX_DATED, dated.items(), key=lambda i: i[1][0])
+                    dated = dict(latest)
+                self._dated = dated

@@ -14,35 +14,64 @@ from pyoxigraph import NamedNode
 
 from rdfmem.backends.sparql.lease_steps import Claim, Row
 
-__all__ = ["Section", "SubjectLocks", "fences_of"]
+__all__ = ["Section", "SubjectLocks", "fences_of", "own_covering"]
 
 
 class SubjectLocks:
-    """Threads of one client take turns per subject; ``[]`` means every subject."""
+    """Threads of one client take turns per subject; ``[]`` means every subject.
+
+    Re-entrant per thread: a thread inside ``hold`` may hold its subjects again (a
+    ``store.set(key)`` inside ``store.exclusive(key)``); it then waits only for the
+    subjects it does not hold yet.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._busy: set[str] = set()
-        self._all = False
+        self._busy: dict[str, int] = {}  # subject -> thread id holding it
+        self._all: int | None = None  # the thread holding every subject
+        self._mine = threading.local()
+
+    def _held(self) -> list[set[str] | None]:
+        """This thread's holds, innermost last; None is a hold of every subject."""
+        stack: list[set[str] | None] = self._mine.__dict__.setdefault("stack", [])
+        return stack
+
+    def _blocked(self, me: int, names: set[str] | None) -> bool:
+        """Whether another thread holds what ``me`` asks for (None: every subject)."""
+        if self._all is not None and self._all != me:
+            return True
+        if names is None:
+            return any(t != me for t in self._busy.values())
+        return any(self._busy.get(n, me) != me for n in names)
 
     @contextmanager
     def hold(self, subjects: Sequence[NamedNode]) -> Iterator[None]:
-        names = {s.value for s in subjects}
+        me, held = threading.get_ident(), self._held()
+        if any(h is None for h in held):  # this thread already holds every subject
+            yield
+            return
+        names = {s.value for s in subjects} - {n for h in held if h for n in h}
+        if subjects and not names:  # all of them held by this thread already
+            yield
+            return
         with self._cond:
-            while self._all or (not names and self._busy) or (names & self._busy):
+            while self._blocked(me, names if subjects else None):
                 self._cond.wait()
-            if names:
-                self._busy |= names
+            if subjects:
+                self._busy.update(dict.fromkeys(names, me))
             else:
-                self._all = True
+                self._all = me
+        held.append(names if subjects else None)
         try:
             yield
         finally:
+            held.pop()
             with self._cond:
-                if names:
-                    self._busy -= names
+                if subjects:
+                    for name in names:
+                        del self._busy[name]
                 else:
-                    self._all = False
+                    self._all = None
                 self._cond.notify_all()
 
 
@@ -80,3 +109,12 @@ def fences_of(sections: Sequence[Section]) -> list[Claim]:
     for section in sections:
         fences.extend(c for c in section.fences if c not in fences)
     return fences
+
+
+def own_covering(sections: Sequence[Section], subject: NamedNode) -> Claim | None:
+    """The claim of an enclosing section of this thread that already covers ``subject``:
+    a nested ``exclusive`` writes under it instead of claiming ``subject`` again."""
+    for section in reversed(sections):
+        if section.own is not None and section.own.covers(subject):
+            return section.own
+    return None

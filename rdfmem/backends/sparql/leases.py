@@ -108,6 +108,7 @@ from dataclasses import dataclass, field
 
 from pyoxigraph import NamedNode
 
+from rdfmem.backends.prefetch import taken
 from rdfmem.backends.sparql.lease_contention import Contention
 from rdfmem.backends.sparql.lease_fence import (
     Fence,
@@ -118,8 +119,9 @@ from rdfmem.backends.sparql.lease_fence import (
     send_fenced,
     started,
 )
+from rdfmem.backends.sparql.lease_keepable import keepable
 from rdfmem.backends.sparql.lease_kept import KeptClaims
-from rdfmem.backends.sparql.lease_local import Section, SubjectLocks, fences_of
+from rdfmem.backends.sparql.lease_local import Section, SubjectLocks, fences_of, own_covering
 from rdfmem.backends.sparql.lease_run import Wire, run
 from rdfmem.backends.sparql.lease_steps import (
     CLAIM_PREFIX,
@@ -304,22 +306,30 @@ class Leases:
         return None
 
     @contextmanager
-    def exclusive(self, subjects: Sequence[NamedNode], within: str | None = None) -> Iterator[None]:
+    def exclusive(
+        self,
+        subjects: Sequence[NamedNode],
+        within: str | None = None,
+        prefetch: Sequence[NamedNode] = (),
+    ) -> Iterator[None]:
         """Hold ``subjects`` against every client of the server for one read-modify-write.
 
         The section's last write travels with the release of its claim, in one request, or
         alone when the claim is kept (see the class). ``within``: a range prefix that
         contains every subject, which this client may claim instead (``range_node``).
+        ``prefetch``: more subjects whose quads the claim's read brings (``prefetched``;
+        also ``rdfmem.backends.prefetch``), when the section makes a claim of its own.
 
         Raises:
             LeaseDenied: another client held a subject longer than ``wait_ms``.
             LeaseExpired: this client holds a lease on a subject, and it has expired.
         """
+        extra = (*prefetch, *taken())
         with self._locks.hold(subjects):
             fences: list[Claim] = []
             missing: list[NamedNode] = []
             for subject in subjects:
-                covering = self.covering(subject)
+                covering = self.covering(subject) or own_covering(self._sections(), subject)
                 if covering is None:
                     missing.append(subject)
                 elif covering not in fences:
@@ -331,7 +341,7 @@ class Leases:
             self._keep_alive(fences)
             section = Section(fences, None, within=within)
             if missing:
-                self._claim(section, missing)
+                self._claim(section, missing, extra)
             won = clock()
             stack = self._sections()
             stack.append(section)
@@ -346,19 +356,23 @@ class Leases:
             if section.own is not None:
                 self.pace.held(clock() - won)
 
-    def _claim(self, section: Section, missing: list[NamedNode]) -> None:
+    def _claim(
+        self, section: Section, missing: list[NamedNode], extra: Sequence[NamedNode] = ()
+    ) -> None:
         """Give ``section`` a claim of its own on ``missing``: a kept one when it covers
-        them and is still alive (one read), else a new one."""
+        them and is still alive (one read), else a new one; its read brings the quads of
+        ``missing`` and ``extra``."""
+        wanted = [*missing, *(s for s in extra if s not in missing)]
         kept = self._kept.take(missing)
         if kept is not None:
             try:
-                seen = run(confirm(self.graph, kept, missing, ignore=self._kept.mine()), self.wire)
+                seen = run(confirm(self.graph, kept, wanted, ignore=self._kept.mine()), self.wire)
             except BaseException:
                 self._drop(kept)
                 raise
             if seen.alive:
                 section.own, section.prefetch = kept, seen.rows
-                section.prefetch_for = frozenset(missing)
+                section.prefetch_for = frozenset(wanted)
                 section.others = seen.others
                 if seen.others:
                     self.contention.contend(kept.subjects, section.within)
@@ -379,7 +393,7 @@ class Leases:
                 max_wait_ms=self.wait_ms,
                 label=label,
                 pace=self.pace,
-                prefetch=missing if self.wire.snapshot_reads() else (),
+                prefetch=wanted if self.wire.snapshot_reads() else (),
                 ignore=frozenset(c.token for c in section.fences) | self._kept.mine(),
                 # Whether others write in the range matters only while it may be claimed.
                 near=None
@@ -394,7 +408,7 @@ class Leases:
             # Others write in the range: not all of it.
             self.contention.contend([], within, soft=True)
         section.own, section.prefetch = own, own.prefetch
-        section.prefetch_for = frozenset(missing)
+        section.prefetch_for = frozenset(wanted)
         self._kept.using(own)
         section.fences.append(own)
 
@@ -402,30 +416,6 @@ class Leases:
         """Stop keeping ``kept`` and delete it on the server."""
         self._kept.done(kept, keep=False)
         self._delete([kept])
-
-    def _keepable(self, section: Section) -> bool:
-        own = section.own
-        if own is None or self.linger_ms <= 0 or EVERY in own.subjects:
-            return False
-        if section.others or own.waited or self.contention.contended(own.subjects):
-            return False
-        now = clock()
-        if own.deadline - now <= self.ttl_ms / 2000.0:
-            return False
-        within = section.within
-        if within is not None and own.subjects == (range_node(within),):
-            return True
-        # Most kept claims lingered out unused (each then cost a request to delete): keep
-        # one in eight, to notice when they would serve again.
-        if self._kept.reuse < 0.3 and not self.contention.sample():
-            return False
-        if within is None:
-            return True
-        # A claim on one subject of a range this client may not claim whole (others write
-        # there) is kept only for a subject it writes again and again: a new memory's
-        # claim would never be used again.
-        again = self.contention.again(own.subjects)
-        return again or not self.contention.contended([range_node(within)])
 
     def _sections(self) -> list[Section]:
         stack: list[Section] = self._active.__dict__.setdefault("stack", [])
@@ -440,7 +430,17 @@ class Leases:
             except LeaseExpired as exc:
                 parts, lapsed = [], exc
         own = section.own
-        keep = raise_expired and lapsed is None and self._keepable(section)
+        keep = (
+            raise_expired
+            and lapsed is None
+            and keepable(
+                section,
+                linger_ms=self.linger_ms,
+                ttl_ms=self.ttl_ms,
+                contention=self.contention,
+                reuse=self._kept.reuse,
+            )
+        )
         writes = bool(parts)  # the section's deferred write goes in this request
         if own is not None and not keep:
             parts.append(delete_claims(self.graph, [own.node]))
@@ -489,8 +489,8 @@ class Leases:
         stack = self._sections()
         fences = self._fences()
         self._keep_alive(fences)
-        if stack:
-            stack[-1].wrote = True
+        for section in stack:  # an enclosing section's prefetch is stale now too
+            section.wrote = True
         if stack and stack[-1].own is not None and len(requests) == 1:
             self.flush()
             stack[-1].pending.append(requests[0])

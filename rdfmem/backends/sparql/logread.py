@@ -26,6 +26,8 @@ Pure functions, no I/O; every term is written with ``sparql_term``.
 
 from __future__ import annotations
 
+import calendar
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,10 +51,14 @@ from rdfmem.core.errors import BackingError
 from rdfmem.core.terms import sparql_term
 
 __all__ = [
+    "MAX_FRESH_SKIPPED",
     "MAX_SKIPPED",
     "PRUNE_ROWS",
     "Look",
     "Record",
+    "bounded_query",
+    "counted",
+    "exact_us",
     "look_query",
     "prune_query",
     "read_look",
@@ -65,6 +71,9 @@ _CHANGE_PREFIX = "urn:rdfmem:change:"
 #: At most this many records already read are left out of a look by name, the largest
 #: first (the query stays small).
 MAX_SKIPPED = 256
+#: A bounded look (``bounded_query``) leaves out by name at most this many records it has
+#: read already since ``fresh`` (a few seconds of writes).
+MAX_FRESH_SKIPPED = 1024
 #: At most this many triples are deleted by one operation of a prune (``prune_query``).
 PRUNE_ROWS = 10_000
 
@@ -79,23 +88,72 @@ def _instant_of(term: Any) -> float | None:
         return None
 
 
+#: The ``xsd:dateTime`` forms whose order a client tells exactly as the server does: UTC
+#: (``NOW()`` on Oxigraph server, ``xsd_instant``), any number of decimals.
+_UTC = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:Z|[+-]00:00)\Z")
+
+
+def exact_us(text: str) -> int | None:
+    """Microseconds since the epoch of a UTC ``xsd:dateTime`` text, decimals beyond the
+    sixth dropped (so that its order against any whole millisecond is the server's); None
+    for any other form (a time zone, no time zone, an invalid date).
+
+    >>> exact_us("1970-01-01T00:00:01.5Z"), exact_us("1970-01-01T00:00:01.5000009+00:00")
+    (1500000, 1500000)
+    >>> exact_us("1970-01-01T00:00:01.5+01:00") is None, exact_us("1970-02-30T00:00:00Z")
+    (True, None)
+    """
+    match = _UTC.match(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1]):
+        return None
+    if hour > 23 or minute > 59 or second > 59 or year < 1970:
+        return None
+    whole = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
+    return whole * 1_000_000 + int((match.group(7) or "")[:6].ljust(6, "0"))
+
+
+def _exact_dates(dates: Sequence[Any]) -> tuple[int, ...] | None:
+    """The dates of a record in microseconds (``exact_us``); None when one of them is not
+    an ``xsd:dateTime`` in UTC."""
+    found = []
+    for term in dates:
+        if not isinstance(term, Literal) or term.datatype.value != _XSD_DATETIME[1:-1]:
+            return None
+        moment = exact_us(term.value)
+        if moment is None:
+            return None
+        found.append(moment)
+    return tuple(found) or None
+
+
 def _iri(angled: str) -> str:
     return angled[1:-1]
 
 
 def look_query(
-    log: NamedNode, since: str, skip: Sequence[str] = (), limit: int = MAX_CHANGE_ROWS
+    log: NamedNode,
+    since: str,
+    skip: Sequence[str] = (),
+    limit: int = MAX_CHANGE_ROWS,
+    *,
+    count_from: str | None = None,
+    max_skipped: int = MAX_SKIPPED,
 ) -> str:
     """The query for every triple of the records dated at or after ``since`` (an
     ``xsd:dateTime`` text), except those named in ``skip``; the log's horizon; the server's
-    ``NOW()``. At most ``limit + 1`` rows: a reader can tell the answer was cut.
+    ``NOW()``. At most ``limit + 1`` rows: a reader can tell the answer was cut. With
+    ``count_from``, one more row (``?n``): the number of records with a date in
+    ``[count_from, since)`` (``bounded_query``).
 
     >>> q = look_query(NamedNode("urn:log"), "2026-01-01T00:00:00.000Z", ["urn:rdfmem:change:a"])
     >>> "NOT IN (<urn:rdfmem:change:a>)" in q and "LIMIT 5001" in q
     True
     """
     g = sparql_term(log)
-    names = list(skip)[:MAX_SKIPPED]
+    names = list(skip)[:max_skipped]
     left_out = (
         f" && ?c NOT IN ({', '.join(sparql_term(NamedNode(n)) for n in names)})" if names else ""
     )
@@ -109,12 +167,37 @@ def look_query(
         f"{{ SELECT DISTINCT ?c WHERE {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at "
         f'FILTER(?at >= "{since}"^^{_XSD_DATETIME}{left_out}) }} }} LIMIT {limit + 1} }}'
     )
+    counted = ""
+    if count_from is not None:
+        counted = (
+            f"{{ SELECT (COUNT(DISTINCT ?c) AS ?n) WHERE {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at "
+            f'FILTER(?at >= "{count_from}"^^{_XSD_DATETIME} && '
+            f'?at < "{since}"^^{_XSD_DATETIME}) }} }} }} UNION '
+        )
     return (
-        "SELECT ?c ?p ?o ?now WHERE { { BIND(NOW() AS ?now) } UNION "
+        f"SELECT ?c ?p ?o ?now{' ?n' if counted else ''} WHERE {{ {{ BIND(NOW() AS ?now) }} "
+        f"UNION {counted}"
         f"{{ SELECT ?c ?p ?o WHERE {{ {{ {chosen} GRAPH {g} {{ ?c ?p ?o }} }} "
         f"UNION {{ GRAPH {g} {{ <{_LOG_NODE}> {PRUNED_BEFORE} ?o BIND(<{_LOG_NODE}> AS ?c) "
         f"BIND({PRUNED_BEFORE} AS ?p) }} }} }} LIMIT {limit + 1} }} }}"
     )
+
+
+def bounded_query(log: NamedNode, since: str, fresh: str, skip: Sequence[str] = ()) -> str:
+    """A look bounded by what is new: every triple of the records dated at or after
+    ``fresh``, except those named in ``skip``, as ``look_query`` reads them, and the number
+    of records with a date in ``[since, fresh)`` (the row with ``?n``), in one request.
+
+    A reader that has read as many records of ``[since, fresh)`` as the server counts
+    there has read them all (no record dated there committed after its last look), and
+    needs nothing more; otherwise it looks as ``look_query`` does.
+
+    >>> q = bounded_query(NamedNode("urn:log"), "2026-01-01T00:00:00.000Z",
+    ...                   "2026-01-01T00:01:00.000Z")
+    >>> "COUNT(DISTINCT ?c)" in q and '?at < "2026-01-01T00:01:00.000Z"' in q
+    True
+    """
+    return look_query(log, fresh, skip, count_from=since, max_skipped=MAX_FRESH_SKIPPED)
 
 
 def prune_query(log: NamedNode, before: str, after: str, limit: int = PRUNE_ROWS) -> str:
@@ -244,12 +327,30 @@ _FIELDS = {
 @dataclass(frozen=True)
 class Look:
     """A look's reading: the changes, the records it read (``read``: name -> latest date
-    and size, to leave them out of the next looks), and whether the log holds what
-    ``prune_query`` removes (``prune``)."""
+    and size, to leave them out of the next looks; ``dated``: name -> its dates in
+    microseconds, None when one is not in UTC, to count them in a bounded look), and
+    whether the log holds what ``prune_query`` removes (``prune``)."""
 
     changes: Changes
     read: dict[str, tuple[float, int]]
     prune: bool
+    dated: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
+
+
+def counted(rows: Sequence[Mapping[str, Any]]) -> tuple[int | None, list[Mapping[str, Any]]]:
+    """The count of a ``bounded_query`` answer (None: no readable count) and its other rows."""
+    found: int | None = None
+    rest: list[Mapping[str, Any]] = []
+    for row in rows:
+        if "n" not in row:
+            rest.append(row)
+            continue
+        value = row["n"]
+        try:
+            found = int(value.value) if isinstance(value, Literal) else None
+        except ValueError:
+            found = None
+    return found, rest
 
 
 def _records(rows: Iterable[Mapping[str, Any]]) -> tuple[dict[Any, Record], list[Any]]:
@@ -306,6 +407,7 @@ def read_look(
     whole: set[NamedNode | DefaultGraph] = set()
     recent: set[str] = set()
     read: dict[str, tuple[float, int]] = {}
+    dated: dict[str, tuple[int, ...] | None] = {}
 
     def named(graph: NamedNode) -> NamedNode | DefaultGraph:
         default = server_default and graph.value == DEFAULT_GRAPH_LABEL
@@ -319,6 +421,9 @@ def read_look(
             recent.add(key)
         if isinstance(name, NamedNode):  # (a blank node cannot be left out by name)
             read[key] = (now if latest is None else latest, 100 * record.rows + record.chars)
+            # A record a prune may remove is never counted: the server's count would drop.
+            countable = not record.prunable(name, now, slack_s)
+            dated[key] = _exact_dates(record.dates) if countable else None
         if key in seen:
             continue
         iris = [named(g) for g in record.graphs if isinstance(g, NamedNode)]
@@ -343,4 +448,4 @@ def read_look(
         frozenset(whole),
         prune,
     )
-    return Look(changes, read, prune)
+    return Look(changes, read, prune, dated)

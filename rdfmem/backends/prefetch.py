@@ -1,0 +1,49 @@
+"""What the next lease section of a thread reads along with its claim (``Leases.exclusive``'s
+``prefetch``), for callers that reach ``exclusive`` through layers that do not pass it on
+(``RdfStore.exclusive``).
+
+A caller that holds a claim on a whole range (the decision graph claims its graph's IRI)
+and checks a few subjects inside it before writing (does this node id exist? are the edge's
+ends stored?) names them here: the claim's own read brings their quads, the check is answered
+from them (``Leases.prefetched``) and costs no request of its own. The quads are those of the
+moment the claim was held, and are trusted only until the section writes.
+
+>>> from pyoxigraph import NamedNode
+>>> with prefetching([NamedNode("urn:n1")]):
+...     taken()
+(<NamedNode value=urn:n1>,)
+>>> taken()
+()
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from pyoxigraph import NamedNode
+
+__all__ = ["prefetching", "taken"]
+
+_next = threading.local()
+
+
+@contextmanager
+def prefetching(subjects: Sequence[NamedNode]) -> Iterator[None]:
+    """The first lease section this thread enters inside the block also brings the quads
+    of ``subjects`` with its claim's read (none when it makes no claim of its own)."""
+    before = getattr(_next, "subjects", ())
+    _next.subjects = tuple(subjects)
+    try:
+        yield
+    finally:
+        _next.subjects = before
+
+
+def taken() -> tuple[NamedNode, ...]:
+    """The subjects named by this thread's ``prefetching`` block, once: the section that
+    takes them is the block's first."""
+    subjects: tuple[NamedNode, ...] = getattr(_next, "subjects", ())
+    _next.subjects = ()
+    return subjects
