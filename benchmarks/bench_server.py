@@ -15,7 +15,9 @@ every server in turn, ``--rounds`` times; each row also gives the server's CPU p
 (its processes and their children), the load average is reported at the start and the end.
 
 Run: ``python benchmarks/bench_server.py [--quick] [--python-client] [--rounds N]
-[--seconds S] [--only readers,rdfmem] [--connections 8]``; a full run writes
+[--seconds S] [--only readers,rdfmem] [--connections 8] [--baseline DIR]`` (``--baseline``:
+also ``rdfmem serve`` from another copy of the package, e.g. the code before a change, side
+by side in the same rounds); a full run writes
 ``benchmarks/results/server.md`` (a ``--quick`` one a temporary file).
 """
 
@@ -176,7 +178,11 @@ def start_rdfmem_forking(store: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-def start_rdfmem(store: Path, port: int) -> subprocess.Popen[bytes]:
+def start_rdfmem(store: Path, port: int, code: str | None = None) -> subprocess.Popen[bytes]:
+    """``rdfmem serve``; with ``code``, the package found in that folder (``--baseline``)."""
+    env = None
+    if code is not None:
+        env = {**os.environ, "PYTHONPATH": code}
     return subprocess.Popen(
         [
             sys.executable,
@@ -190,6 +196,7 @@ def start_rdfmem(store: Path, port: int) -> subprocess.Popen[bytes]:
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env=env,
     )
 
 
@@ -366,6 +373,11 @@ def main() -> None:
     parser.add_argument(
         "--readers", default=str(READERS), help="reader process counts to measure, e.g. 1,2"
     )
+    parser.add_argument(
+        "--baseline",
+        help="a folder holding another copy of the rdfmem package (e.g. the code before a "
+        "change): its rdfmem serve is measured too, in the same rounds",
+    )
     args = parser.parse_args()
     readers = [int(c) for c in args.readers.split(",")]
     levels: tuple[int, ...]
@@ -400,6 +412,9 @@ def main() -> None:
     for count in readers:
         with RdfStore.open(tmp / f"rdfmem-readers-{count}") as store:
             store.load(data)
+    if args.baseline:
+        with RdfStore.open(tmp / "rdfmem-baseline") as store:
+            store.load(data)
 
     starts = {
         "oxigraph": ("oxigraph serve", "/query", start_oxigraph, "oxigraph"),
@@ -421,6 +436,11 @@ def main() -> None:
         name, path, start, where = starts[key]
         port = free_port()
         servers.append((name, f"http://127.0.0.1:{port}{path}", start(tmp / where, port)))
+    if args.baseline:
+        port = free_port()
+        code = str(Path(args.baseline).resolve())
+        proc = start_rdfmem(tmp / "rdfmem-baseline", port, code)
+        servers.append((f"rdfmem serve ({code})", f"http://127.0.0.1:{port}/sparql", proc))
     results: list[Result] = []
     load_start = os.getloadavg()[0]
     print(f"load average at the start: {load_start:.1f}")

@@ -92,7 +92,9 @@ def create_app(
         token: the bearer token updates must carry.
         cors: origins allowed to call from a browser (``"*"`` for any); none by default.
         timeout: seconds a request may wait for and run its query.
-        max_concurrent: queries evaluated at once (the worker threads).
+        max_concurrent: queries evaluated at once: the worker threads, and the query child
+            processes (reads from the event loop beyond them queue behind busy children;
+            see docs/sandbox.md).
         max_waiting: requests that may wait for a worker before 503s start.
         max_result_bytes: bytes a result may take once written (422 beyond).
         max_body: bytes a request body may hold (413 beyond).

@@ -315,7 +315,7 @@ class Endpoint:
         doc = {
             "status": "ok",
             "store": _kind(self.store),
-            "queries_running": self.pool.running,
+            "queries_running": self.pool.running + self.runner.sandboxed,
             "max_concurrent": self.pool.size,
             "updates": self.settings.allow_update,
         }

@@ -11,6 +11,7 @@ a child process killed at the time limit. Whatever happens comes back as plain d
 from __future__ import annotations
 
 import logging
+import pickle
 import threading
 import time
 from collections.abc import Callable
@@ -23,8 +24,9 @@ from rdfmem.server.answers import Answer
 from rdfmem.server.isolate import ChildFailed, run_forked
 from rdfmem.server.settings import ServerSettings
 from rdfmem.server.workers import Busy, TimedOut, WorkerPool, drop_locals
+from rdfmem.store.children import PIPE_ROOM
 from rdfmem.store.rdfstore import RdfStore
-from rdfmem.store.sandbox import Sandbox
+from rdfmem.store.sandbox import Sandbox, unpacked
 
 __all__ = ["Runner"]
 
@@ -125,7 +127,12 @@ class Runner:
         #: write makes their snapshot old (``sandbox="fork"``: one child per read).
         self.sandbox: Sandbox | None = None
         if self.isolate and settings.sandbox == "pool":
-            self.sandbox = Sandbox(store, size=size, memory_cap=settings.memory_cap)
+            self.sandbox = Sandbox(
+                store,
+                size=size,
+                memory_cap=settings.memory_cap,
+                max_waiting=settings.max_waiting,
+            )
         #: The guard's judgement of recent short texts (``_judge``).
         self._judged: dict[tuple[str, bool], _Refusal | None] = {}
 
@@ -238,24 +245,36 @@ class Runner:
     async def _sandboxed(
         self, fn: Callable[..., Answer], kwargs: dict[str, Any], deadline: float, room: int
     ) -> Answer:
-        """A read by one of the sandbox's children, waited for on the event loop: one of
-        the pool's slots held meanwhile, the child killed at ``deadline``."""
+        """A read by one of the sandbox's children, waited for on the event loop, the child
+        killed at ``deadline``. The sandbox admits reads itself: at most ``max_concurrent``
+        children work at once, the reads beyond queued in them (``rdfmem.store.batches``)."""
         assert self.sandbox is not None
-        try:
-            await self.pool.admit(max(0.0, deadline - time.monotonic()))
-        except Busy as exc:
-            raise HttpError(503, str(exc), {"Retry-After": "1"}) from exc
-        try:
-            outcome = await self.sandbox.run_async(
-                in_child, {"fn": fn, "kwargs": kwargs}, deadline=deadline, max_bytes=room
+        if self.pool.closed:
+            raise HttpError(
+                503, "the server is stopping; no new queries are taken", {"Retry-After": "1"}
             )
+        job = {"fn": fn, "kwargs": kwargs}
+        request = pickle.dumps((in_child, job), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            if len(request) <= PIPE_ROOM:  # the common case, with one coroutine less
+                sent = self.sandbox.submit(request, deadline=deadline, max_bytes=room)
+                outcome = unpacked(await sent)
+            else:
+                outcome = await self.sandbox.run_async(
+                    in_child, job, deadline=deadline, max_bytes=room
+                )
         except TimedOut as exc:
             raise HttpError(503, str(exc), {"Retry-After": "5"}) from exc
+        except Busy as exc:
+            raise HttpError(503, str(exc), {"Retry-After": "1"}) from exc
         except ChildFailed as exc:
             raise HttpError(500, f"the query failed: {exc}") from exc
-        finally:
-            self.pool.release()
         return _settled(outcome)
+
+    @property
+    def sandboxed(self) -> int:
+        """Reads out to the sandbox's children from the event loop, not yet answered."""
+        return self.sandbox.out if self.sandbox is not None else 0
 
     def _judge(self, guard: str | None, query: bool) -> None:
         """The guard's judgement of ``guard`` (see ``run``), kept per text.

@@ -16,8 +16,10 @@ A job is a module-level function (pickled by reference) called as ``fn(store, **
 the child; its result is plain data (pickled back, at most ``max_bytes``). An exception the
 job raises is sent back as ``QueryError``, ``HttpError`` … when it pickles, else as
 ``ChildFailed``. Children never return into the parent's code: they leave with ``os._exit``.
-``run`` blocks its thread until the answer comes; ``run_async`` lets an asyncio event loop
-wait on the child's pipe instead (a server needs no thread per query then).
+``run`` blocks its thread until the answer comes; ``run_async`` (and ``submit``) let an
+asyncio event loop wait on the children's pipes instead (a server needs no thread per query
+then), and send a busy child the reads queued behind its own, several in one write
+(``batches.py``: one process hop for several short reads).
 
 >>> from rdfmem import RdfStore
 >>> store = RdfStore()
@@ -30,39 +32,26 @@ wait on the child's pipe instead (a server needs no thread per query then).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import os
 import pickle
-import resource
 import select
-import signal
-import stat
-import struct
 import threading
 import time
-import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from rdfmem.core.errors import ChildFailed, RdfMemError, TimedOut
+from rdfmem.core.errors import ChildFailed, TimedOut
+from rdfmem.store.batches import Batches
+from rdfmem.store.children import HEADER, PIPE_ROOM, Child, close_sockets, fork_child, write_all
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["DEFAULT_MEMORY_CAP", "Sandbox", "close_sockets"]
 
 #: The most memory one query may take beyond what its process had when it was forked.
 DEFAULT_MEMORY_CAP = 1 << 30
-_HEADER = struct.Struct("!Q")
-#: Requests up to this size are written to an idle child's empty pipe without blocking
-#: (Linux's pipe buffer holds 64 KiB).
-_PIPE_ROOM = 60 << 10
 #: How often a waiting caller looks at its cancel flag.
 _POLL = 0.05
-#: Held from creating a child's pipes to closing their child ends in the parent: a child
-#: forked by another thread in between would hold them open.
-_FORKING = threading.Lock()
 
 
 def _count(store: RdfStore) -> int:
@@ -70,42 +59,45 @@ def _count(store: RdfStore) -> int:
     return len(list(store.match()))
 
 
-@dataclass
-class _Child:
-    pid: int
-    requests: int  # the parent's write end
-    answers: int  # the parent's read end
-    generation: int
-
-    def kill(self) -> None:
-        for fd in (self.requests, self.answers):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-
-
 class Sandbox:
     """A pool of forked children answering reads of ``store`` (see the module docstring).
 
     Args:
         store: the store the children read, as it was when each was forked.
-        size: children kept idle at most (callers beyond it get a child of their own,
-            ended after their job).
+        size: children kept idle at most (callers of ``run`` beyond it get a child of their
+            own, ended after their job); children working at once for an event loop.
         memory_cap: bytes a child may allocate beyond its size at the fork.
+        max_waiting: reads from an event loop that may wait for a child when every child
+            is busy with a slow read (more are refused: ``Busy``).
     """
 
     def __init__(
-        self, store: RdfStore, *, size: int = 4, memory_cap: int = DEFAULT_MEMORY_CAP
+        self,
+        store: RdfStore,
+        *,
+        size: int = 4,
+        memory_cap: int = DEFAULT_MEMORY_CAP,
+        max_waiting: int = 64,
     ) -> None:
         self.store = store
         self.size = size
         self.memory_cap = memory_cap
-        self._idle: list[_Child] = []
+        self.max_waiting = max_waiting
+        self._idle: list[Child] = []
         self._lock = threading.Lock()
         self._closed = False
-        self.forks = 0  # children forked so far (tests, benchmarks)
+        self._forks = 0
+        self._batches: Batches | None = None
+
+    @property
+    def forks(self) -> int:
+        """Children forked so far (tests, benchmarks)."""
+        return self._forks + (self._batches.forks if self._batches is not None else 0)
+
+    @property
+    def out(self) -> int:
+        """Reads from an event loop sent or waiting, not yet answered."""
+        return self._batches.out if self._batches is not None else 0
 
     # -- the caller's side ----------------------------------------------------------------
 
@@ -135,14 +127,14 @@ class Sandbox:
         child = self._take()
         kept = False
         try:
-            _write_all(child.requests, _HEADER.pack(len(request)) + request)
+            write_all(child.requests, HEADER.pack(len(request)) + request)
             data = _read_answer(child.answers, deadline, cancel, max_bytes)
             kept = True
         except (OSError, EOFError) as exc:
             raise self._ended() from exc
         finally:
             self._give_back(child, kept)
-        return _unpacked(data)
+        return unpacked(data)
 
     async def run_async(
         self,
@@ -152,42 +144,45 @@ class Sandbox:
         deadline: float,
         max_bytes: int = 256 << 20,
     ) -> Any:
-        """``run`` for an asyncio event loop, with no thread in between: the request is
-        written to a kept child's pipe and its answer read when the loop sees it arrive.
-        A child is forked off the loop (on its default executor) when none is idle, and
-        one killed (at ``deadline``, or when the caller is cancelled) is reaped there too.
-        Requests too large for the pipe's buffer go through ``run`` on the executor.
+        """``run`` for an asyncio event loop, with no thread in between (``submit``).
 
         Raises:
-            TimedOut, ChildFailed, RdfMemError: as ``run``.
+            TimedOut, ChildFailed, RdfMemError: as ``run``; Busy: as ``submit``.
         """
-        loop = asyncio.get_running_loop()
         request = pickle.dumps((fn, dict(kwargs)), protocol=pickle.HIGHEST_PROTOCOL)
-        if len(request) > _PIPE_ROOM:
+        if len(request) > PIPE_ROOM:
+            loop = asyncio.get_running_loop()
             return await loop.run_in_executor(
                 None, lambda: self.run(fn, kwargs, deadline=deadline, max_bytes=max_bytes)
             )
-        child = self._take_idle()
-        if child is None:
-            child = await loop.run_in_executor(None, self._take)
-        kept = False
-        answer = _AsyncAnswer(loop, child.answers, max_bytes)
-        expiry = loop.call_later(max(0.0, deadline - time.monotonic()), answer.expire)
-        try:
-            # The pipe is empty (the child waits for a request): this write cannot block.
-            _write_all(child.requests, _HEADER.pack(len(request)) + request)
-            data = await answer.future
-            kept = True
-        except (OSError, EOFError) as exc:
-            raise self._ended() from exc
-        finally:
-            expiry.cancel()
-            answer.stop()
-            if kept:
-                self._give_back(child, True)
-            else:  # killed off the loop: a child that took much memory takes time to end
-                loop.run_in_executor(None, child.kill)
-        return _unpacked(data)
+        return unpacked(await self.submit(request, deadline=deadline, max_bytes=max_bytes))
+
+    def submit(self, request: bytes, *, deadline: float, max_bytes: int) -> asyncio.Future[bytes]:
+        """The future answer to ``request`` (``pickle.dumps((fn, kwargs))``, at most
+        ``PIPE_ROOM`` bytes) from a kept child, sent from the running event loop (maybe in
+        one write with other reads: ``batches.py``); ``unpacked`` makes it the result.
+        Cancelling the future lets the child be stopped.
+
+        The future's exception: ``TimedOut`` (``deadline`` passed; the child was killed),
+        ``ChildFailed`` (as ``run``), ``Busy`` (every child busy with slow reads and
+        ``max_waiting`` reads waiting).
+        """
+        loop = asyncio.get_running_loop()
+        batches = self._batches
+        if batches is None or batches.loop is not loop:
+            if batches is not None:
+                batches.close()
+                self._forks += batches.forks
+            batches = self._batches = Batches(
+                self.store,
+                self.memory_cap,
+                loop,
+                size=self.size,
+                max_waiting=self.max_waiting,
+            )
+            if self._closed:
+                batches.close()
+        return batches.submit(request, deadline, max_bytes)
 
     def _ended(self) -> ChildFailed:
         return ChildFailed(
@@ -195,15 +190,7 @@ class Sandbox:
             f"{self.memory_cap >> 20} MiB, or a crash)"
         )
 
-    def _take_idle(self) -> _Child | None:
-        """An idle child forked at the store's current generation, or None."""
-        generation = self.store.generation
-        with self._lock:
-            if self._closed or not self._idle or self._idle[-1].generation != generation:
-                return None  # ``_take``, off the loop, ends old children and forks
-            return self._idle.pop()
-
-    def _take(self) -> _Child:
+    def _take(self) -> Child:
         generation = self.store.generation
         with self._lock:
             if self._closed:
@@ -213,9 +200,11 @@ class Sandbox:
                 if child.generation == generation:
                     return child
                 child.kill()  # forked before the last write: its snapshot is old
-        return self._fork(generation)
+        child = fork_child(self.store, self.memory_cap, generation)
+        self._forks += 1
+        return child
 
-    def _give_back(self, child: _Child, healthy: bool) -> None:
+    def _give_back(self, child: Child, healthy: bool) -> None:
         if healthy and child.generation == self.store.generation:
             with self._lock:
                 if not self._closed and len(self._idle) < self.size:
@@ -224,12 +213,15 @@ class Sandbox:
         child.kill()
 
     def close(self) -> None:
-        """End every idle child (a child answering a caller ends when it gives it back)."""
+        """End every idle child, and those answering reads from an event loop (a child
+        answering a caller of ``run`` ends when it gives it back)."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
         for child in idle:
             child.kill()
+        if self._batches is not None:
+            self._batches.close()
 
     def __enter__(self) -> Sandbox:
         return self
@@ -242,27 +234,13 @@ class Sandbox:
     ) -> None:
         self.close()
 
-    # -- the fork -------------------------------------------------------------------------
 
-    def _fork(self, generation: int) -> _Child:
-        with _FORKING:
-            req_read, req_write = os.pipe()
-            ans_read, ans_write = os.pipe()
-            with warnings.catch_warnings():
-                # Forking a threaded process: this child only answers and exits; one that
-                # hangs on a lock held at the fork is killed at its caller's deadline.
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child; coverage does not follow it
-                _child_main(self.store, self.memory_cap, req_read, ans_write, (req_write, ans_read))
-            os.close(req_read)
-            os.close(ans_write)
-        self.forks += 1
-        return _Child(pid, req_write, ans_read, generation)
+def unpacked(data: bytes) -> Any:
+    """The value a child answered with, or the exception it sent back raised.
 
-
-def _unpacked(data: bytes) -> Any:
-    """The value a child answered with, or the exception it sent back raised."""
+    Raises:
+        RdfMemError: the job's own (``QueryError`` …); ChildFailed: a broken answer.
+    """
     try:
         status, value = pickle.loads(data)
     except Exception as exc:
@@ -274,79 +252,19 @@ def _unpacked(data: bytes) -> Any:
     raise ChildFailed(str(value))
 
 
-class _AsyncAnswer:
-    """One length-prefixed answer read from ``fd`` as the event loop sees it arrive."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, max_bytes: int) -> None:
-        self.loop = loop
-        self.fd = fd
-        self.max_bytes = max_bytes
-        self.future: asyncio.Future[bytes] = loop.create_future()
-        self._buffer = bytearray()
-        self._need = _HEADER.size
-        self._header_read = False
-        loop.add_reader(fd, self._readable)
-
-    def _readable(self) -> None:
-        try:
-            chunk = os.read(self.fd, max(self._need - len(self._buffer), 1 << 16))
-        except OSError as exc:
-            self._fail(exc)
-            return
-        if not chunk:
-            self._fail(EOFError("the child closed its answer pipe"))
-            return
-        self._buffer += chunk
-        while len(self._buffer) >= self._need:
-            if self._header_read:
-                self._done(bytes(self._buffer[_HEADER.size : self._need]))
-                return
-            (length,) = _HEADER.unpack_from(self._buffer)
-            if length > self.max_bytes:
-                self._fail(ChildFailed("the query's answer was larger than the server's limit"))
-                return
-            self._need, self._header_read = _HEADER.size + length, True
-
-    def _done(self, data: bytes) -> None:
-        self.stop()
-        if not self.future.done():
-            self.future.set_result(data)
-
-    def _fail(self, exc: BaseException) -> None:
-        self.stop()
-        if not self.future.done():
-            self.future.set_exception(exc)
-
-    def expire(self) -> None:
-        """The deadline passed: the caller hears ``TimedOut`` (its child is then killed)."""
-        self._fail(TimedOut("the query ran longer than its time limit and was stopped"))
-
-    def stop(self) -> None:
-        """Stop watching the pipe (idempotent)."""
-        if self.fd >= 0:
-            self.loop.remove_reader(self.fd)
-            self.fd = -1
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _read_answer(fd: int, deadline: float, cancel: threading.Event | None, max_bytes: int) -> bytes:
     """One length-prefixed message from ``fd``, waited for until ``deadline``."""
     buffer = bytearray()
-    need = _HEADER.size
+    need = HEADER.size
     header_read = False
     while True:
         if len(buffer) >= need:
             if header_read:
-                return bytes(buffer[_HEADER.size : need])
-            (length,) = _HEADER.unpack_from(buffer)
+                return bytes(buffer[HEADER.size : need])
+            (length,) = HEADER.unpack_from(buffer)
             if length > max_bytes:
                 raise ChildFailed("the query's answer was larger than the server's limit")
-            need, header_read = _HEADER.size + length, True
+            need, header_read = HEADER.size + length, True
             continue
         left = deadline - time.monotonic()
         if left <= 0 or (cancel is not None and cancel.is_set()):
@@ -358,94 +276,3 @@ def _read_answer(fd: int, deadline: float, cancel: threading.Event | None, max_b
         if not chunk:
             raise EOFError("the child closed its answer pipe")
         buffer += chunk
-
-
-# -- the child's side ------------------------------------------------------------------------
-
-
-def _child_main(
-    store: RdfStore, cap: int, requests: int, answers: int, parent_ends: tuple[int, int]
-) -> None:  # pragma: no cover - runs in the child
-    code = 1
-    try:
-        for fd in parent_ends:
-            os.close(fd)
-        close_sockets(keep=(requests, answers))
-        # Objects inherited from the parent are never collected here: a collection would
-        # touch (and so copy) every page of the parent's heap.
-        gc.freeze()
-        _cap_memory(cap)
-        while True:
-            request = _read_request(requests)
-            if request is None:
-                code = 0
-                return
-            fn, kwargs = pickle.loads(request)
-            try:
-                reply: tuple[str, Any] = ("ok", fn(store, **kwargs))
-            except RdfMemError as exc:
-                reply = ("error", exc)
-            except MemoryError:
-                reply = ("error", f"the query took more than the memory cap of {cap >> 20} MiB")
-            except Exception as exc:
-                reply = ("error", f"the query failed: {type(exc).__name__}: {exc}")
-            try:
-                data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:
-                data = pickle.dumps(("error", f"the query failed: {reply[1]}"))
-            _write_all(answers, _HEADER.pack(len(data)) + data)
-            del reply, data
-    except BaseException:  # nothing may escape into the parent's code
-        code = 1
-    finally:
-        os._exit(code)
-
-
-def _read_request(fd: int) -> bytes | None:  # pragma: no cover - runs in the child
-    buffer = bytearray()
-    need = _HEADER.size
-    header_read = False
-    while True:
-        if len(buffer) >= need:
-            if header_read:
-                return bytes(buffer[_HEADER.size : need])
-            (length,) = _HEADER.unpack_from(buffer)
-            need, header_read = _HEADER.size + length, True
-            continue
-        chunk = os.read(fd, max(need - len(buffer), 1 << 16))
-        if not chunk:
-            return None
-        buffer += chunk
-
-
-def _cap_memory(cap: int) -> None:  # pragma: no cover - runs in the child
-    """Limit this process's address space to what it has now plus ``cap``."""
-    size = 0
-    with contextlib.suppress(OSError, ValueError):
-        for line in open("/proc/self/status", encoding="ascii"):  # noqa: SIM115
-            if line.startswith("VmSize:"):
-                size = int(line.split()[1]) * 1024
-                break
-    if size:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_AS, (size + cap, size + cap))
-
-
-def close_sockets(keep: tuple[int, ...]) -> None:  # pragma: no cover - runs in the child
-    """Close the sockets inherited from the server (its listener, its clients' connections):
-    a child that kept them would hold a closed connection open until it ended."""
-    for folder in ("/proc/self/fd", "/dev/fd"):
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            fd = int(name)
-            if fd in keep:
-                continue
-            try:
-                if stat.S_ISSOCK(os.fstat(fd).st_mode):
-                    os.close(fd)
-            except OSError:
-                pass
-        return
