@@ -7,6 +7,7 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import pytest
 
 from rdfmem.domain.embeddings import HashingEmbedder, top_k
 from rdfmem.store.indexes.columns import BLOCK
@@ -87,3 +88,26 @@ def test_the_copy_is_saved_and_loaded_with_the_rows_and_takes_later_writes() -> 
     loaded.put("urn:g", "urn:later", later)  # into the loaded (read-only) copy's room
     assert loaded.search(later, 1)[0][1] == "urn:later"
     _same_as_row_scan(loaded, queries)
+
+
+def test_sparse_queries_below_the_bound_build_no_graph_and_stay_exact() -> None:
+    pytest.importorskip("usearch")
+    embedder = HashingEmbedder()  # 512 dimensions: a short text uses a few of them
+    vs = VectorSet(("urn:g",), "urn:p", ann_threshold=BLOCK)  # approximate=None
+    texts = _texts(BLOCK + 500, 3, 8)
+    vs.rebuild(("urn:g", f"urn:s{i}", v) for i, v in enumerate(embedder.embed(texts)))
+    queries = embedder.embed(_texts(30, 4, 3))
+    block = vs._blocks[embedder.dimension]
+    assert block.columns.sparse(queries[0]) is not None  # the sparse case
+    matrix = block.matrix[: len(block.keys)]
+    for query in queries:  # exact, past the searches after which a graph would be built
+        got = [score for _, _, score in vs.search(query, 5)]
+        assert np.allclose(got, [score for _, score in top_k(matrix, query, 5)], atol=1e-6)
+    assert vs.wait(30)
+    assert block.ann is None and block.built is None  # no graph was built
+    dense = np.random.default_rng(5).standard_normal(embedder.dimension).astype(np.float32)
+    for _ in range(12):  # a dense query past the threshold still gets its graph
+        vs.search(dense, 5)
+    assert vs.wait(60)
+    vs.search(dense, 5)
+    assert block.ann is not None
