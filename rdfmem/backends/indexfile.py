@@ -42,7 +42,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-__all__ = ["INDEX_FILE", "fingerprint", "keep", "take", "unpack"]
+__all__ = ["INDEX_FILE", "fingerprint", "keep", "map_own_file", "take", "unpack"]
 
 INDEX_FILE = "rdfmem.indexes"
 _MAGIC = b"rdfmem-indexes\n"
@@ -81,10 +81,13 @@ def fingerprint(folder: str | os.PathLike[str]) -> str:
         return ""
 
 
-def take(folder: str | os.PathLike[str]) -> mmap.mmap | None:
-    """The index file in ``folder``, memory-mapped copy-on-write and removed from the
-    folder (None when there is none, or it is not this user's alone)."""
-    path = Path(folder) / INDEX_FILE
+def map_own_file(
+    path: Path, *, least: int = 0, copy: bool = False, remove: bool = False
+) -> mmap.mmap | None:
+    """``path`` memory-mapped (read-only, or copy-on-write with ``copy``) when it is a
+    regular file of this user that nobody else may write and longer than ``least`` bytes;
+    None otherwise, or when it cannot be opened (a symlink is not followed). ``remove``:
+    once opened, the file leaves the folder (the mapping stays)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
@@ -95,15 +98,23 @@ def take(folder: str | os.PathLike[str]) -> mmap.mmap | None:
             stat.S_ISREG(info.st_mode)
             and info.st_uid == os.getuid()
             and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-            and info.st_size > 0
+            and info.st_size > least
         )
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_COPY) if usable else None
+        access = mmap.ACCESS_COPY if copy else mmap.ACCESS_READ
+        return mmap.mmap(fd, 0, access=access) if usable else None
     except (OSError, ValueError):
         return None
     finally:
         os.close(fd)
-        with contextlib.suppress(OSError):
-            path.unlink()
+        if remove:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def take(folder: str | os.PathLike[str]) -> mmap.mmap | None:
+    """The index file in ``folder``, memory-mapped copy-on-write and removed from the
+    folder (None when there is none, or it is not this user's alone)."""
+    return map_own_file(Path(folder) / INDEX_FILE, copy=True, remove=True)
 
 
 def unpack(data: mmap.mmap | bytes | None, seen: str) -> dict[str, Any] | None:

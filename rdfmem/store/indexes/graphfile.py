@@ -28,7 +28,6 @@ import contextlib
 import json
 import mmap
 import os
-import stat
 import threading
 from collections.abc import Callable
 from hashlib import blake2b
@@ -38,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rdfmem.backends.indexfile import map_own_file
 from rdfmem.store.indexes.hnsw import digests
 
 __all__ = ["GRAPH_FILE_PREFIX", "adopt", "graph_path", "store_folder", "write"]
@@ -111,26 +111,6 @@ def write(
     return True
 
 
-def _read(path: Path) -> mmap.mmap | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        usable = (
-            stat.S_ISREG(info.st_mode)
-            and info.st_uid == os.getuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-            and info.st_size > len(_MAGIC)
-        )
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if usable else None
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)
-
-
 def _parts(
     data: mmap.mmap, dimension: int
 ) -> tuple[NDArray[np.uint64], NDArray[np.uint64], list[str], memoryview] | None:
@@ -170,7 +150,7 @@ def adopt(
     those rows): the nodes whose subject and vector digest match a row kept and renamed to
     it, the others removed, the rows it lacks added. None when there is no usable file (or
     ``stop()`` turned true)."""
-    data = _read(path)
+    data = map_own_file(path, least=len(_MAGIC))
     if data is None:
         return None
     try:
