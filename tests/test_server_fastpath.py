@@ -16,11 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pyoxigraph import NamedNode
 from servers import free_port
-from test_server_support import disk_store
+from test_server_support import disk_store, filled_store
 
-from rdfmem import RdfStore
 from rdfmem.server import BackgroundServer
 from rdfmem.server.point import PATTERNS, POINT, plain_query
 
@@ -28,19 +26,6 @@ _JOIN = "SELECT ?o WHERE { <urn:ex:s1> <urn:ex:next> ?n . ?n <urn:ex:p> ?o }"
 _POINT = "SELECT ?o WHERE { <urn:ex:s1> <urn:ex:p> ?o }"
 _RUNAWAY = "SELECT (COUNT(*) AS ?n) { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l }"
 _ACCEPT = {"Accept": "application/sparql-results+json"}
-
-
-def _filled() -> RdfStore:
-    store = RdfStore()
-    store.assert_many(
-        triple
-        for i in range(60)
-        for triple in (
-            (NamedNode(f"urn:ex:s{i}"), NamedNode("urn:ex:p"), f"value {i}"),
-            (NamedNode(f"urn:ex:s{i}"), NamedNode("urn:ex:next"), NamedNode(f"urn:ex:s{i + 1}")),
-        )
-    )
-    return store
 
 
 @pytest.mark.parametrize(
@@ -68,7 +53,7 @@ def test_only_plain_triple_patterns_skip_the_guard(text: str, kind: str | None) 
 
 
 def test_an_answer_leaves_in_one_write_and_refusals_still_come() -> None:
-    with BackgroundServer(_filled()) as server:
+    with BackgroundServer(filled_store(60)) as server:
         path = "/sparql?query=" + httpx.QueryParams({"q": _POINT}).get("q").replace(" ", "%20")
         with socket.create_connection((server.host, server.port)) as sock:
             request = (
@@ -102,7 +87,7 @@ def test_an_answer_leaves_in_one_write_and_refusals_still_come() -> None:
 
 
 def test_a_head_request_gets_its_head() -> None:
-    with BackgroundServer(_filled()) as server:
+    with BackgroundServer(filled_store(60)) as server:
         with socket.create_connection((server.host, server.port), timeout=5) as sock:
             began = time.monotonic()
             sock.sendall(b"HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
@@ -113,7 +98,7 @@ def test_a_head_request_gets_its_head() -> None:
 
 
 def test_a_sandboxed_read_answers_without_a_thread_and_a_runaway_is_killed_on_time() -> None:
-    with BackgroundServer(_filled(), timeout=1.0) as server:
+    with BackgroundServer(filled_store(60), timeout=1.0) as server:
         runner = server.app.state.endpoint.runner
         with httpx.Client(base_url=server.url, headers=_ACCEPT, timeout=10) as client:
             for i in range(20):

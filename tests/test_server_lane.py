@@ -13,28 +13,14 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from pyoxigraph import NamedNode
+from test_server_support import filled_store
 
-from rdfmem import RdfStore
 from rdfmem.server import BackgroundServer
 
 _JOIN = "SELECT ?o WHERE { <urn:ex:s1> <urn:ex:next> ?n . ?n <urn:ex:p> ?o }"
 _POINT = "SELECT ?o WHERE { <urn:ex:s1> <urn:ex:p> ?o }"
 _JSON = "application/sparql-results+json"
 _COUNT = "SELECT (COUNT(*) AS ?n) { ?s ?p ?o }"
-
-
-def _filled() -> RdfStore:
-    store = RdfStore()
-    store.assert_many(
-        triple
-        for i in range(30)
-        for triple in (
-            (NamedNode(f"urn:ex:s{i}"), NamedNode("urn:ex:p"), f"value {i}"),
-            (NamedNode(f"urn:ex:s{i}"), NamedNode("urn:ex:next"), NamedNode(f"urn:ex:s{i + 1}")),
-        )
-    )
-    return store
 
 
 def _seen(response: httpx.Response) -> tuple[int, dict[str, str], bytes]:
@@ -44,7 +30,7 @@ def _seen(response: httpx.Response) -> tuple[int, dict[str, str], bytes]:
 
 @pytest.fixture(scope="module")
 def server():  # type: ignore[no-untyped-def]
-    with BackgroundServer(_filled(), timeout=2.0) as running:
+    with BackgroundServer(filled_store(30), timeout=2.0) as running:
         yield running
 
 

@@ -258,3 +258,22 @@ def test_a_closed_app_takes_no_new_query() -> None:
         app.close()  # idempotent
         refused = client.get("/sparql", params={"query": "SELECT * { ?s ?p ?o }"})
         assert refused.status_code == 503
+
+
+def filled_store(subjects: int) -> RdfStore:
+    """An in-memory store of ``subjects`` subjects, each with a value and a link to the
+    next: the data point and join queries are served from."""
+    store = RdfStore()
+    store.assert_many(
+        triple
+        for i in range(subjects)
+        for triple in (
+            (ox.NamedNode(f"urn:ex:s{i}"), ox.NamedNode("urn:ex:p"), f"value {i}"),
+            (
+                ox.NamedNode(f"urn:ex:s{i}"),
+                ox.NamedNode("urn:ex:next"),
+                ox.NamedNode(f"urn:ex:s{i + 1}"),
+            ),
+        )
+    )
+    return store
