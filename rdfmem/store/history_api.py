@@ -43,6 +43,7 @@ from rdfmem.store.history import (
     utc_time,
     when_text,
 )
+from rdfmem.store.history_changelog import after_domain_write
 from rdfmem.store.history_compact import compact
 from rdfmem.store.history_reads import Change, Version, changes, history_graphs, state_at
 from rdfmem.store.history_reads import versions_of as _versions_of
@@ -156,7 +157,8 @@ class HistoryMethods:
         """
         self._recorder()
         g = None if graph is None else _node(graph, "graph")
-        return changes(self.backend, since, until, g, (self._kv_graph.value, self._codec.key_of))
+        keys = (self._kv_graph.value, self._codec.key_of)
+        return changes(self.backend, since, until, g, keys, self._hub)
 
     def compact_history(
         self,
@@ -224,9 +226,16 @@ class HistoryMethods:
         known = None
         if states:  # checked on every store; keys may be IRIs as text, as ``subjects``
             known = _known_states(nodes, {_node(k, "subject"): v for k, v in states.items()})
-        return versioning_operations(
-            recorder, g, nodes, heads, known if heads is not None else None
+        hub = self._hub
+        made: list[tuple[str, str, str, str | None]] | None = None
+        if hub is not None and hub.in_write and recorder.retention is None:
+            made = []  # the index learns these versions once the block's request is sent
+        ops = versioning_operations(
+            recorder, g, nodes, heads, known if heads is not None else None, made
         )
+        if hub is not None and made:
+            after_domain_write(hub, g.value, made, known)
+        return ops
 
     def _renames_for(self, graph: NamedNode) -> dict[NamedNode, NamedNode]:
         return {self._value_predicate: VALUE} if graph == self._kv_graph else {}
@@ -351,6 +360,7 @@ def versioning_operations(
     subjects: list[NamedNode],
     heads: Mapping[NamedNode, NamedNode] | None = None,
     states: Mapping[NamedNode, list[tuple[bool, str]]] | None = None,
+    made: list[tuple[str, str, str, str | None]] | None = None,
 ) -> str:
     """The SPARQL Update operations of ``HistoryMethods.versioning_update``: every head
     moves first (the previous versions get their end), then one ``INSERT DATA`` of the
@@ -361,7 +371,8 @@ def versioning_operations(
     DATA``, and the activity is later than each of them. None: each head is found by
     the request itself (``DELETE … INSERT … WHERE``), as on a server. ``states``: the
     subjects' quads after the write, when known: those versions' states go into the
-    ``INSERT DATA`` (a tombstone for ``[]``) instead of being copied by a pattern."""
+    ``INSERT DATA`` (a tombstone for ``[]``) instead of being copied by a pattern.
+    ``made`` gets ``(subject, version, agent, reason)`` of each version (IRIs)."""
     stamp = recorder.stamp_after(heads.values() if heads else ())
     h, g = f"<{history_graph(graph).value}>", f"<{graph.value}>"
     token = stamp.token
@@ -371,6 +382,8 @@ def versioning_operations(
     moves, ends, copies = [], [], []
     for n, subject in enumerate(subjects):
         s, v = f"<{subject.value}>", f"<{VERSION_PREFIX}{token}-{n}>"
+        if made is not None:
+            made.append((subject.value, v[1:-1], stamp.by, stamp.why))
         if heads is None:
             moves.append(
                 f"DELETE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }} "

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import bisect
 import datetime as _dt
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions
 
 from rdfmem.backends.base import Backend
+from rdfmem.backends.oxigraph import OxigraphBackend
 from rdfmem.backends.sparql.client import SparqlBackend
 from rdfmem.core.errors import QueryError
 from rdfmem.core.results import SelectResult
@@ -48,6 +50,15 @@ from rdfmem.store.history import (
     token_of_version,
     utc_time,
 )
+from rdfmem.store.history_changelog import (
+    build,
+    history_graph_names,
+    install,
+    log_for,
+    missed,
+    worth_building,
+)
+from rdfmem.store.indexes.changelist import micros
 from rdfmem.store.indexes.hub import IndexHub
 from rdfmem.store.indexes.versions import fresh_index, token_key
 
@@ -302,17 +313,26 @@ def _buckets(since: _dt.datetime, until: _dt.datetime) -> Iterator[str]:
         hour += _dt.timedelta(hours=1)
 
 
+_Keys = tuple[str, Callable[[str], "str | None"]]
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_HOUR = _dt.timedelta(hours=1)
+
+
 def changes(
     backend: Backend,
     since: _dt.datetime,
     until: _dt.datetime | None = None,
     graph: NamedNode | None = None,
-    keys: tuple[str, Callable[[str], str | None]] | None = None,
+    keys: _Keys | None = None,
+    hub: IndexHub | None = None,
 ) -> list[Change]:
-    """The versions made from ``since`` to ``until`` (now when None), oldest first, in
-    ``graph``'s history or every history graph: read through the ``rm:hour`` buckets of
-    the window (one query a day of buckets), so the cost follows the window, not the
-    history. ``keys``: a key/value graph's IRI and its ``key_of``, to fill ``Change.key``.
+    """The versions made from ``since`` to ``until`` (now when None), oldest first (by
+    version IRI, then data graph), in ``graph``'s history or every history graph. With the
+    index ``hub`` of an embedded Oxigraph store: a bisect and a slice of each history
+    graph's change log (``rdfmem.store.history_changelog``), else (and for a graph whose
+    log is not known whole) read through the ``rm:hour`` buckets of the window (one query
+    a day of buckets), so the cost follows the window, not the history. ``keys``: a
+    key/value graph's IRI and its ``key_of``, to fill ``Change.key``.
 
     Raises:
         InvalidValue: a time that is not a datetime.
@@ -321,11 +341,102 @@ def changes(
     end = utc_time(until) if until is not None else _dt.datetime.now(_dt.timezone.utc)
     if end < start:
         return []
+    hours = (end - start.replace(minute=0, second=0, microsecond=0)) // _HOUR + 1
+    if hub is not None and isinstance(backend, OxigraphBackend) and hours <= _MAX_BUCKETS:
+        found = _logged(backend, hub, start, end, graph, keys)
+        if found is not None:
+            return found
+    return _bucketed(backend, start, end, graph, keys)
+
+
+def _logged(
+    backend: OxigraphBackend,
+    hub: IndexHub,
+    start: _dt.datetime,
+    end: _dt.datetime,
+    graph: NamedNode | None,
+    keys: _Keys | None,
+) -> list[Change] | None:
+    # ``changes`` from the change logs, a graph whose log is missing from its buckets;
+    # None: every graph from the buckets (a history graph naming no data graph).
+    low, high = micros(start), micros(end)
+    kv_graph, key_of = keys if keys is not None else ("", None)
+    out: list[Change] = []
+    stale: list[str] = []  # the history graphs whose log is missing: read by buckets
+    with hub.reading():
+        if graph is None:
+            names = history_graph_names(backend)
+            if names is None:
+                return None
+        else:
+            names = [history_graph(graph).value]
+        pairs = [(h, data_graph_of(h) or "") for h in names]
+        if any(not data for _, data in pairs):
+            return None
+        wanted = [(h, data) for h, data in pairs if worth_building(hub, data, h)]
+        generation = hub.generation
+    # Read whole without the lock (writers go on); kept if nothing wrote those graphs.
+    built = []
+    for h, data in wanted:
+        started = time.perf_counter()
+        built.append((h, data, build(backend, h), time.perf_counter() - started))
+    with hub.reading():
+        for h, data, whole, took in built:
+            install(hub, data, h, whole, generation, took)
+        for h, data in pairs:
+            log = log_for(hub, data, h)
+            if log is None:
+                stale.append(h)
+                continue
+            keyed = key_of if key_of is not None and data == kv_graph else None
+            for version, activity, subject, by, why, deleted, at in log.window(low, high):
+                out.append(
+                    Change(
+                        at=_EPOCH + _dt.timedelta(microseconds=at),
+                        subject=subject,
+                        graph=data,
+                        version=version,
+                        activity=activity,
+                        by=by,
+                        why=why,
+                        deleted=deleted,
+                        key=None if keyed is None else keyed(subject),
+                    )
+                )
+        if stale:
+            started = time.perf_counter()
+            alone = data_graph_of(stale[0]) if len(stale) == 1 else None
+            if alone is not None:
+                out += _bucketed(backend, start, end, NamedNode(alone), keys)
+            else:
+                out += _bucketed(backend, start, end, None, keys, stale)
+            took = (time.perf_counter() - started) / len(stale)
+            for h in stale:
+                missed(hub, h, took)
+    out.sort(key=_order)
+    return out
+
+
+def _order(change: Change) -> tuple[str, str]:
+    return change.version, change.graph
+
+
+def _bucketed(
+    backend: Backend,
+    start: _dt.datetime,
+    end: _dt.datetime,
+    graph: NamedNode | None,
+    keys: _Keys | None,
+    within: Sequence[str] = (),
+) -> list[Change]:
+    # ``changes`` read through the ``rm:hour`` buckets of the window (``within``: only
+    # these history graphs, when ``graph`` is None).
     low, high = time_token(start), time_token(end)
     buckets = list(_buckets(start, end))
+    only = " ".join(sparql_term(NamedNode(h)) for h in within)
     blocks = [
         _bucket_block(
-            graph, bucket, low if i == 0 else None, high if i == len(buckets) - 1 else None
+            graph, bucket, low if i == 0 else None, high if i == len(buckets) - 1 else None, only
         )
         for i, bucket in enumerate(buckets)
     ]
@@ -357,15 +468,20 @@ def changes(
                     key=key_of(subject) if key_of is not None and data == kv_graph else None,
                 )
             )
-    out.sort(key=lambda c: token_of_version(c.version))
+    out.sort(key=_order)
     return out
 
 
-def _bucket_block(graph: NamedNode | None, bucket: str, low: str | None, high: str | None) -> str:
+def _bucket_block(
+    graph: NamedNode | None, bucket: str, low: str | None, high: str | None, only: str = ""
+) -> str:
     # One bucket's versions: the bucket is one index lookup; in the window's first and last
     # buckets, the activities outside the window are dropped before their versions are
-    # joined (an activity's IRI begins with its time, as its versions' do).
+    # joined (an activity's IRI begins with its time, as its versions' do). ``only``: the
+    # history graphs ``?h`` may be (SPARQL terms), when ``graph`` is None.
     where = f"GRAPH {sparql_term(history_graph(graph))}" if graph is not None else "GRAPH ?h"
+    if graph is None and only:
+        where = f"VALUES ?h {{ {only} }} {where}"
     bounds = []
     if low is not None:
         bounds.append(f"STR(?a) >= {sparql_term(Literal(ACTIVITY_PREFIX + low))}")

@@ -18,6 +18,7 @@ from rdfmem.store.history import (
     SPECIALIZES,
     VALUE,
     Recorder,
+    current_attribution,
     history_graph,
     latest_versions,
     require,
@@ -257,13 +258,14 @@ class KeyValue:
         # whose versions the retention removed), as of this write.
         index, made = pending
         if self._history.retention is not None:
-            index.drop(
-                o.value
-                for q in remove
-                if q.predicate == SPECIALIZES and isinstance(o := q.object, NamedNode)
-            )
+            gone = [q for q in remove if q.predicate == SPECIALIZES]
+            index.drop(o.value for q in gone if isinstance(o := q.object, NamedNode))
+            index.removed({v.value for q in gone if isinstance(v := q.subject, NamedNode)})
+        # Who and why: as ``Recorder.stamp`` read them for this write (same thread or task).
+        said = current_attribution()
+        by, why = said.by or self._history.agent, said.why
         for subject, version, deleted in made:
-            index.note(subject, version, deleted=deleted)
+            index.note(subject, version, deleted=deleted, by=by, why=why)
         index.seen = self.backend.generation
 
     def set(self, key: str, value: Any) -> None:

@@ -33,6 +33,7 @@ False
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -63,6 +64,10 @@ class IndexHub:
         #: The generation up to which every write was classified.
         self._told = backend.generation
         self._scopes: list[tuple[str, ...]] = []
+        #: Called when the innermost ``writing`` block ends without raising, under the lock
+        #: (an index learning what the block's request wrote, ``after_domain_write``).
+        self.after_writes: list[Callable[[], None]] = []
+        self._writer = 0  # the thread in the ``writing`` blocks (they hold the lock)
         #: Graph IRI -> the generation of the last write to it.
         self.graph_generation: dict[str, int] = {}
         self._vectors: dict[tuple[tuple[str, ...], str], VectorSet] = {}
@@ -186,11 +191,20 @@ class IndexHub:
         with self.backend.lock:
             self._settle()
             self._scopes.append(tuple(graphs))
+            self._writer = threading.get_ident()
             try:
                 yield
             finally:
                 self._settle()
                 self._scopes.pop()
+                hooks, self.after_writes = self.after_writes, []
+            for hook in hooks:  # not reached when the block raised
+                hook()
+
+    @property
+    def in_write(self) -> bool:
+        """True inside a ``writing`` block (of this thread: it holds the lock)."""
+        return bool(self._scopes) and self._writer == threading.get_ident()
 
     # -- bulk loads -------------------------------------------------------------------------
 

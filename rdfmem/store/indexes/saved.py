@@ -21,6 +21,7 @@ from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
+from rdfmem.store.indexes import changelist as changelist_module
 from rdfmem.store.indexes import columns as columns_module
 from rdfmem.store.indexes import graph as graph_module
 from rdfmem.store.indexes import hnsw as hnsw_module
@@ -45,7 +46,7 @@ def code_digest() -> str:
     wrote them only (a checkout changed between runs rebuilds)."""
     digest = blake2b(digest_size=12)
     modules = (columns_module, graph_module, hnsw_module, keywords_module, rowkeys_module)
-    for module in (*modules, vectors_module, versions_module):
+    for module in (*modules, changelist_module, vectors_module, versions_module):
         digest.update(Path(module.__file__ or "").read_bytes())
     return digest.hexdigest()
 

@@ -37,6 +37,7 @@ from rdfmem.backends.base import Backend
 from rdfmem.core.errors import QueryError
 from rdfmem.core.results import SelectResult
 from rdfmem.core.terms import sparql_term
+from rdfmem.store.indexes.changelist import ChangeLog
 
 
 class _Hub(Protocol):
@@ -52,6 +53,7 @@ class _Hub(Protocol):
 
 
 __all__ = [
+    "MAX_CHANGES",
     "MAX_VERSIONS",
     "VersionIndex",
     "fresh_index",
@@ -62,6 +64,8 @@ __all__ = [
 
 #: The versions an index holds at most (~100 bytes each) before a write makes it forget.
 MAX_VERSIONS = 1_000_000
+#: The versions a change log holds at most (~65 bytes each) before it is let go.
+MAX_CHANGES = 20_000_000
 _PREFIX_LEN = len("urn:rdfmem:version:")
 _TOKEN_END = _PREFIX_LEN + len("20261123T231500.123456Z")
 _SPECIALIZES = NamedNode("http://www.w3.org/ns/prov#specializationOf")
@@ -79,10 +83,25 @@ class VersionIndex:
 
     ``chains``: resource IRI -> its version IRIs, oldest first (a resource missing here
     is read on demand); ``complete``: every resource of the graph is in ``chains``;
-    ``dead``: the tombstones, when read (``tombstones``).
+    ``dead``: the tombstones, when read (``tombstones``); ``log``: every version in time
+    order with what ``changes_since`` reports (``rdfmem.store.indexes.changelist``), when
+    known whole; ``built``/``missed``: the seconds its last build took, and those that
+    reads of the SPARQL buckets took since it went (``history_reads`` builds it again when
+    they reach the build's).
     """
 
-    __slots__ = ("__weakref__", "chains", "complete", "dead", "graph", "seen", "size")
+    __slots__ = (
+        "__weakref__",
+        "built",
+        "chains",
+        "complete",
+        "dead",
+        "graph",
+        "log",
+        "missed",
+        "seen",
+        "size",
+    )
 
     def __init__(self, graph: str) -> None:
         self.graph = graph
@@ -92,6 +111,9 @@ class VersionIndex:
         self.dead: set[str] | None = None
         #: Versions held (about): past ``MAX_VERSIONS`` a write forgets them all.
         self.size = 0
+        self.log: ChangeLog | None = None
+        self.built = 0.0
+        self.missed = 0.0
 
     def clear(self, generation: int) -> None:
         """Forget everything: the next reads go to the backend (as of ``generation``)."""
@@ -100,6 +122,8 @@ class VersionIndex:
         self.dead = None
         self.size = 0
         self.seen = generation
+        self.log = None
+        self.missed = 0.0
 
     def chain(self, backend: Backend, subject: str) -> list[str]:
         """``subject``'s versions, oldest first (read from the backend the first time)."""
@@ -128,10 +152,25 @@ class VersionIndex:
         cut = bisect.bisect_right(found, token, key=token_key)
         return found[cut - 1] if cut else None
 
-    def note(self, subject: str, version: str, *, deleted: bool) -> None:
-        """A write made ``version`` of ``subject`` (after every version it has)."""
+    def note(
+        self,
+        subject: str,
+        version: str,
+        *,
+        deleted: bool,
+        by: str | None = None,
+        why: str | None = None,
+    ) -> None:
+        """A write made ``version`` of ``subject`` (after every version it has), by the
+        agent ``by`` for the reason ``why`` (its activity: the one its IRI names)."""
+        log = self.log
+        if log is not None:
+            log.add(version, subject, by, why, deleted=deleted, activity=None)
+            if len(log) > MAX_CHANGES:
+                self.log = None
         if self.size >= MAX_VERSIONS:
-            self.clear(self.seen)  # memory bounded: chains are read again when asked for
+            # Memory bounded: chains are read again when asked for (the log stays).
+            self.chains, self.complete, self.dead, self.size = {}, False, None, 0
             return
         self.size += 1
         found = self.chains.get(subject)
@@ -150,6 +189,11 @@ class VersionIndex:
         for subject in subjects:
             if self.chains.pop(subject, None) is not None:
                 self.complete = False
+
+    def removed(self, versions: set[str]) -> None:
+        """These versions were removed (a retention): the log no longer reports them."""
+        if self.log is not None and versions:
+            self.log.remove(versions)
 
     def everything(self, backend: Backend) -> Iterator[tuple[str, list[str]]]:
         """Every resource's chain (the whole graph read once, then kept)."""
@@ -250,4 +294,5 @@ def fresh_index(hub: _Hub, data_graph: str, history: str) -> VersionIndex:
         # (and saved at close), so no later first read of a resource asks the backend.
         if next(hub.backend.match(None, _SPECIALIZES, None, NamedNode(history)), None) is None:
             index.complete = True
+            index.log = ChangeLog()
     return index
