@@ -24,8 +24,9 @@ from rdfmem.store.sandbox import Sandbox
 
 #: Sorting a cross product: memory grows with every row until the cap (or the time limit).
 HUNGRY = "SELECT ?a ?d ?g WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } ORDER BY ?a ?d ?g"
-#: Two patterns, not a point lookup: answered by a sandbox child.
-JOIN = "SELECT ?o WHERE { <urn:ex:s5> <urn:ex:p> ?o . ?x <urn:ex:p> ?o }"
+#: Two patterns, not a point lookup, prefixed names (not read straight from the indexes:
+#: ``rdfmem.server.direct``): answered by a sandbox child.
+JOIN = "PREFIX ex: <urn:ex:> SELECT ?o WHERE { ex:s5 ex:p ?o . ?x ex:p ?o }"
 POINT = "SELECT ?o WHERE { <urn:ex:s7> <urn:ex:p> ?o }"
 JSON = {"Accept": "application/sparql-results+json"}
 

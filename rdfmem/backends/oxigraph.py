@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -62,6 +63,11 @@ class OxigraphBackend(Backend):
     ):
         # A Store handed in may be written around this object: nothing above caches.
         super().__init__(exclusive_writer=store is None)
+        #: Writes begun and not yet counted by ``wrote()``: with ``generation``, what lets a
+        #: reader of several index ranges know that they all saw one state
+        #: (``unchanged_since``).
+        self.writes_under_way = 0
+        self._under_way_lock = threading.Lock()
         self.path = None if path is None else Path(path)
         self.persistent = path is not None
         self._locks: SubjectFileLocks | None = None
@@ -111,6 +117,28 @@ class OxigraphBackend(Backend):
         with journal.lock:  # counted and noted together: the notes stay in order
             super().wrote()
             journal.note(self.generation, journal.current())
+
+    def _begin(self) -> None:
+        """A write of this object's begins (``_ended`` ends it)."""
+        with self._under_way_lock:
+            self.writes_under_way += 1
+
+    def _ended(self) -> None:
+        """The write begun by ``_begin`` is over (or failed): count it."""
+        try:
+            self.wrote()
+        finally:
+            with self._under_way_lock:
+                self.writes_under_way -= 1
+
+    def unchanged_since(self) -> Callable[[], bool] | None:
+        """A check that no write began or ended from now until it is called: reads of
+        several index ranges made in between saw one state. None when a write is under way
+        now, or when the store may be written around this object (storage handed in)."""
+        if not self.exclusive_writer or self.writes_under_way:
+            return None
+        generation = self.generation
+        return lambda: not self.writes_under_way and self.generation == generation
 
     def scope(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> AbstractContextManager[Any]:
         """On disk: note this thread's writes inside the block as changing only
@@ -163,6 +191,7 @@ class OxigraphBackend(Backend):
             raise QueryError(f"SPARQL query failed: {exc}") from exc
 
     def update(self, sparql: str, *, base_iri: str | None = None) -> None:
+        self._begin()
         try:
             self.store.update(sparql, base_iri=base_iri)
         except SyntaxError as exc:
@@ -170,7 +199,7 @@ class OxigraphBackend(Backend):
         except (OSError, ValueError, RuntimeError) as exc:
             raise QueryError(f"SPARQL Update failed: {exc}") from exc
         finally:
-            self.wrote()
+            self._ended()
 
     def match(
         self,
@@ -190,6 +219,7 @@ class OxigraphBackend(Backend):
 
     def _apply(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
         store = self.store
+        self._begin()
         try:
             if not remove:
                 store.extend(add)  # one transaction
@@ -210,7 +240,7 @@ class OxigraphBackend(Backend):
         except OSError as exc:
             raise BackingError(f"write failed: {exc}", cause=exc) from exc
         finally:
-            self.wrote()
+            self._ended()
 
     def apply_text(
         self, remove: Sequence[Quad], add: Sequence[Quad], removed: str, added: str
@@ -230,12 +260,13 @@ class OxigraphBackend(Backend):
             self._write_data(request)
 
     def _write_data(self, request: str) -> None:
+        self._begin()
         try:
             self.store.update(request)
         except OSError as exc:
             raise BackingError(f"write failed: {exc}", cause=exc) from exc
         finally:
-            self.wrote()
+            self._ended()
 
     def load(
         self,
@@ -261,6 +292,7 @@ class OxigraphBackend(Backend):
                     observe(quad)
                 yield quad
 
+        self._begin()
         try:
             self.store.extend(quads())
         except (SyntaxError, ValueError) as exc:
@@ -268,7 +300,7 @@ class OxigraphBackend(Backend):
         except OSError as exc:
             raise BackingError(f"load failed: {exc}", cause=exc) from exc
         finally:
-            self.wrote()
+            self._ended()
         return count
 
     def dump(

@@ -8,7 +8,7 @@ import json
 from collections.abc import Coroutine
 from typing import Any
 
-from pyoxigraph import NamedNode, RdfFormat, serialize
+from pyoxigraph import NamedNode, QueryResultsFormat, RdfFormat, serialize
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -22,6 +22,7 @@ from rdfmem.server.answers import (
     update_answer,
 )
 from rdfmem.server.dataset import with_using
+from rdfmem.server.direct import direct_rows, parse_direct
 from rdfmem.server.incoming import (
     Pairs,
     check_token,
@@ -37,11 +38,12 @@ from rdfmem.server.incoming import (
 )
 from rdfmem.server.jobs import Runner
 from rdfmem.server.named import list_named_queries, load_named_query
-from rdfmem.server.negotiate import GRAPH_OFFERS
+from rdfmem.server.negotiate import GRAPH_OFFERS, RESULTS_OFFERS, by_name, negotiate
 from rdfmem.server.page import named_index, query_page, service_description
 from rdfmem.server.point import POINT, plain_query
 from rdfmem.server.settings import ServerSettings
 from rdfmem.store.rdfstore import RdfStore
+from rdfmem.store.readonly import indexed_store, unchanged_since
 
 __all__ = ["Endpoint", "error_response"]
 
@@ -193,6 +195,10 @@ class Endpoint:
         """
         acceptable_at_all(accept, fmt)
         cap = self.settings.max_result_bytes
+        if self.points and not defaults and not named:
+            direct = self._direct(query, accept, fmt, min(cap, _POINT_BYTES))
+            if direct is not None:
+                return direct
         kwargs: dict[str, Any] = {
             "sparql": query,
             "accept": accept,
@@ -217,6 +223,28 @@ class Endpoint:
                 if exc.status != 422 or cap <= small:
                     raise
         return self.runner.run(query_answer, {**kwargs, "limit": cap}, guard=guard, query=True)
+
+    def _direct(self, query: str, accept: str | None, fmt: str | None, cap: int) -> Answer | None:
+        """The answer read straight from the store's indexes (``direct.py``), or None."""
+        plan = parse_direct(query)
+        if plan is None:
+            return None
+        offer = by_name(fmt, RESULTS_OFFERS) if fmt else negotiate(accept, RESULTS_OFFERS)
+        if offer is None or offer.format != QueryResultsFormat.JSON:
+            return None
+        store = indexed_store(self.store)
+        if store is None or self.runner.pool.closed:
+            return None
+        runner = self.runner
+        steady = unchanged_since(self.store)
+        if len(plan.patterns) > 1 and (runner.writing or steady is None):
+            return None  # two reads could see two states: one snapshot, the usual way
+
+        def unchanged() -> bool:
+            return not runner.writing and steady is not None and steady()
+
+        body = direct_rows(store, plan, cap, unchanged)
+        return None if body is None else Answer(body, offer.content_type)
 
     async def _update(self, request: Request, update: str, given: Pairs) -> Answer:
         check_token(request, allow_update=self.settings.allow_update, token=self.settings.token)

@@ -135,6 +135,10 @@ class Runner:
             )
         #: The guard's judgement of recent short texts (``_judge``).
         self._judged: dict[tuple[str, bool], _Refusal | None] = {}
+        #: Writes (``read`` False) running on a worker now, counted there: one that outlived
+        #: its caller's time limit still counts until it ends (``direct.py`` reads by this).
+        self.writing = 0
+        self._writing_lock = threading.Lock()
 
     async def run(
         self,
@@ -181,6 +185,14 @@ class Runner:
                 _refuse_remote(guard)
                 if query:
                     _refuse_update(guard)
+            if not read:
+                with self._writing_lock:
+                    self.writing += 1
+                try:
+                    return fn(cancel) if kwargs is None else fn(store, cancel=cancel, **kwargs)
+                finally:
+                    with self._writing_lock:
+                        self.writing -= 1
             if not isolate:
                 if kwargs is None:
                     return fn(cancel)

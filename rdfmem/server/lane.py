@@ -14,6 +14,7 @@ full way, where it is answered or refused as before.
 
 from __future__ import annotations
 
+import codecs
 import logging
 from collections.abc import Callable, Coroutine
 from http import HTTPStatus
@@ -25,7 +26,7 @@ from rdfmem.server.answers import Answer
 from rdfmem.server.endpoint import Endpoint
 from rdfmem.server.gate import host_allowed_kept
 
-__all__ = ["Lane", "Started", "response_bytes"]
+__all__ = ["Lane", "Started", "response_bytes", "unquoted"]
 
 _log = logging.getLogger("rdfmem.server")
 _PREFIX = b"/sparql?query="
@@ -58,6 +59,27 @@ def response_bytes(
     parts += [b"content-length: ", str(len(body)).encode("ascii"), b"\r\n"]
     parts += [b"content-type: ", content_type.encode("latin-1"), b"\r\n\r\n", body]
     return b"".join(parts)
+
+
+def unquoted(raw: bytes) -> str:
+    """A query string's value, ``+`` and ``%XX`` decoded as ``urllib.parse.unquote`` does
+    (a ``%`` not followed by two hex digits kept as it is), in C for the common case.
+
+    >>> unquoted(b"SELECT+%3Fo+%7B%7D%20%zz")
+    'SELECT ?o {} %zz'
+
+    Raises:
+        UnicodeDecodeError: bytes that are not ASCII, or escapes that are not UTF-8.
+    """
+    text = raw.decode("ascii").replace("+", " ")
+    if "%" not in text:
+        return text
+    spaced = raw.replace(b"+", b" ")
+    try:  # every backslash doubled: only the \xXX made of %XX are escapes
+        data = codecs.escape_decode(spaced.replace(b"\\", b"\\\\").replace(b"%", b"\\x"))[0]
+    except ValueError:  # a % not followed by two hex digits
+        return unquote(text, errors="strict")
+    return bytes(data).decode("utf-8")
 
 
 def _answered(answer: Answer) -> tuple[int, str, bytes, dict[str, str]]:
@@ -120,8 +142,7 @@ class Lane:
                 self._bases.clear()
             self._bases[host] = base
         try:
-            raw = url[len(_PREFIX) :].decode("ascii").replace("+", " ")
-            query = unquote(raw, errors="strict") if "%" in raw else raw
+            query = unquoted(url[len(_PREFIX) :])
         except UnicodeDecodeError:
             return None  # the full path says what is wrong with it
         if not query:

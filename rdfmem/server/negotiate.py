@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from pyoxigraph import QueryResultsFormat, RdfFormat
 
@@ -40,7 +40,7 @@ class Offer:
     media_type: str
     format: QueryResultsFormat | RdfFormat
 
-    @property
+    @cached_property
     def content_type(self) -> str:
         """The ``Content-Type`` header value (text types say they are UTF-8)."""
         if self.media_type.startswith("text/") or self.media_type.endswith("+json"):

@@ -36,11 +36,18 @@ _WARN_EVERY = 10.0
 
 
 class _Limits:
-    """Mixed into uvicorn's httptools protocol (when installed) or its h11 protocol."""
+    """Mixed into uvicorn's httptools protocol (when installed) or its h11 protocol.
+
+    The header time limit is kept lazily: arming and disarming only note when the wait
+    began (a request's line and headers are awaited since ``_since``); one timer per
+    connection, set when none is, looks at that note when it fires and sets itself again
+    for what is left, so a kept-alive connection does not set and cancel a timer for every
+    request it sends."""
 
     shedder: Shedder
     header_timeout: float
     _header_timer: asyncio.TimerHandle | None = None
+    _since: float | None = None  # waiting for a request's headers since (loop time)
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
 
@@ -50,25 +57,37 @@ class _Limits:
 
     def shed(self) -> None:
         """Close at once (the shedder chose this connection); its descriptor is released."""
-        self._disarm()
+        self._stop_timer()
         self.transport.abort()
 
     def _arm(self) -> None:
+        if self._since is None:
+            self._since = self.loop.time()
         if self._header_timer is None and not self.transport.is_closing():
             self._header_timer = self.loop.call_later(self.header_timeout, self._too_slow)
 
     def _disarm(self) -> None:
+        self._since = None
+
+    def _stop_timer(self) -> None:
+        self._since = None
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
 
     def _too_slow(self) -> None:
         self._header_timer = None
-        if not self.transport.is_closing():
-            self.transport.close()
+        since = self._since
+        if since is None or self.transport.is_closing():
+            return  # not waiting for headers now: the next wait sets a timer again
+        left = since + self.header_timeout - self.loop.time()
+        if left > 0:
+            self._header_timer = self.loop.call_later(left, self._too_slow)
+            return
+        self.transport.close()
 
     def _gone(self) -> None:
-        self._disarm()
+        self._stop_timer()
         self.shedder.closed(self)
 
 
@@ -179,7 +198,11 @@ try:  # uvicorn's faster parser, when installed
             self._admit()
 
         def on_message_begin(self) -> None:
-            super().on_message_begin()
+            # uvicorn's, but for its ASGI scope: made in ``on_headers_complete`` only for a
+            # request that goes the full way.
+            self.url = b""
+            self.expect_100_continue = False
+            self.headers = []
             self.shedder.waiting(self)  # a request begun: its wait starts now
             self._arm()
 
@@ -190,6 +213,10 @@ try:  # uvicorn's faster parser, when installed
                 if job is not None:
                     self._job = job
                     return
+            url, headers, expect = self.url, self.headers, self.expect_100_continue
+            HttpToolsProtocol.on_message_begin(self)  # the scope, as uvicorn makes it
+            self.url, self.headers, self.expect_100_continue = url, headers, expect
+            self.scope["headers"] = headers
             if self._pending:  # pipelined behind the lane's answer: uvicorn queues it
                 self.cycle = _QUEUED  # type: ignore[assignment]
             super().on_headers_complete()
@@ -268,12 +295,47 @@ try:  # uvicorn's faster parser, when installed
                 return
             super().shutdown()
 
+        _idle_since: float | None = None  # kept alive with no request since (loop time)
+
         def on_response_complete(self) -> None:
-            super().on_response_complete()
+            # uvicorn's, its keep-alive time limit kept lazily as the header one (``_Limits``):
+            # the idle wait is noted, and one timer, set when none is, looks at the note.
+            self.server_state.total_requests += 1
+            if self.transport.is_closing():
+                return
+            self._idle_since = None
+            self.flow.resume_reading()
+            if self.pipeline:
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
+            else:
+                self._idle_since = self.loop.time()
+                if self.timeout_keep_alive_task is None:
+                    self.timeout_keep_alive_task = self.loop.call_later(
+                        self.timeout_keep_alive, self._idle_too_long
+                    )
             self.shedder.waiting(self)
+
+        def _unset_keepalive_if_required(self) -> None:
+            self._idle_since = None  # data came: no longer idle (the timer stays)
+
+        def _idle_too_long(self) -> None:
+            self.timeout_keep_alive_task = None
+            since = self._idle_since
+            if since is None or self.transport.is_closing():
+                return
+            left = since + self.timeout_keep_alive - self.loop.time()
+            if left > 0:
+                self.timeout_keep_alive_task = self.loop.call_later(left, self._idle_too_long)
+                return
+            self.timeout_keep_alive_handler()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._gone()
+            self._idle_since = None
+            if self.timeout_keep_alive_task is not None:
+                self.timeout_keep_alive_task.cancel()
+                self.timeout_keep_alive_task = None
             super().connection_lost(exc)
 
     _PROTOCOLS.insert(0, _BoundedHttpTools)

@@ -8,6 +8,7 @@ sees the data as of its opening (the write-ahead log included: every acknowledge
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from pyoxigraph import Store
 from rdfmem.backends.oxigraph import OxigraphBackend
 from rdfmem.store.rdfstore import RdfStore
 
-__all__ = ["ReadOnlyOpen", "on_writes", "owned_folder"]
+__all__ = ["ReadOnlyOpen", "indexed_store", "on_writes", "owned_folder", "unchanged_since"]
 
 
 def owned_folder(store: RdfStore) -> Path | None:
@@ -25,6 +26,36 @@ def owned_folder(store: RdfStore) -> Path | None:
     backend = store.backend
     owned = isinstance(backend, OxigraphBackend) and backend.exclusive_writer
     return backend.path if owned and isinstance(backend, OxigraphBackend) else None
+
+
+def indexed_store(store: RdfStore) -> Store | None:
+    """The pyoxigraph store that ``store`` reads when it is embedded Oxigraph (a read-only
+    open included: ``ReadOnlyOpen.reopen`` swaps it), else None. ``rdfmem serve`` reads the
+    plainest queries straight from its indexes (``rdfmem.server.direct``)."""
+    backend = store.backend
+    return backend.store if isinstance(backend, OxigraphBackend) else None
+
+
+#: The backends over a read-only open: nothing writes them, so each of their stores is one
+#: state (``reopen`` swaps in another store; a read holding the old one goes on with it).
+_FIXED: weakref.WeakSet[OxigraphBackend] = weakref.WeakSet()
+
+
+def _always() -> bool:
+    return True
+
+
+def unchanged_since(store: RdfStore) -> Callable[[], bool] | None:
+    """For a reader of several index ranges of ``indexed_store(store)``: a check, made
+    after them, that they all saw one state (no write through ``store`` began or ended in
+    between). None when that cannot be known: a write is under way now, or ``store`` is
+    not embedded Oxigraph, or its storage was handed in and may be written around it."""
+    backend = store.backend
+    if not isinstance(backend, OxigraphBackend):
+        return None
+    if backend in _FIXED:
+        return _always
+    return backend.unchanged_since()
 
 
 def on_writes(store: RdfStore, callback: Callable[[int], None]) -> Callable[[], None]:
@@ -43,6 +74,7 @@ class ReadOnlyOpen:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._backend = OxigraphBackend(store=Store.read_only(self.path))
+        _FIXED.add(self._backend)
         self.store = RdfStore(self._backend)
 
     def reopen(self) -> None:
