@@ -156,10 +156,12 @@ def step_rows(steps: Steps, skip: int) -> list[str]:
     return rows
 
 
-def _looks(store: RdfStore) -> tuple[int, int]:
-    """Bounded looks that were enough, and those that fell back to a full look."""
+def _looks(store: RdfStore) -> tuple[int, int, int]:
+    """Bounded looks that were enough, those that fell back to a full look, and the
+    read-backs answered from the client's own writes (``own_writes``, no request)."""
     log = getattr(store.backend, "_log", None)
-    return getattr(log, "bounded", 0), getattr(log, "missed", 0)
+    own = getattr(log, "own", None)
+    return getattr(log, "bounded", 0), getattr(log, "missed", 0), getattr(own, "answered", 0)
 
 
 def run(stored: int, turns: int, rounds: int) -> list[str]:
@@ -210,7 +212,9 @@ def run(stored: int, turns: int, rounds: int) -> list[str]:
         "",
         "Change-log looks bounded by what is new (one request: the new records and a count "
         "of the rest of the window) / fallen back to a full look: "
-        + ", ".join(f"{name} {b} / {m}" for name, (b, m) in looks.items())
+        + ", ".join(f"{name} {b} / {m}" for name, (b, m, _) in looks.items())
+        + ". Read-backs answered from the client's own writes (no request): "
+        + ", ".join(f"{name} {o}" for name, (_, _, o) in looks.items())
         + ".",
         "",
         "Steps of the graph-followed client, every turn but its first (p50 ms, mean requests):",

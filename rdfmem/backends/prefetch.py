@@ -24,9 +24,10 @@ from contextlib import contextmanager
 
 from pyoxigraph import NamedNode
 
-__all__ = ["prefetching", "taken"]
+__all__ = ["contained", "prefetching", "self_contained", "taken"]
 
 _next = threading.local()
+_contained = threading.local()
 
 
 @contextmanager
@@ -47,3 +48,22 @@ def taken() -> tuple[NamedNode, ...]:
     subjects: tuple[NamedNode, ...] = getattr(_next, "subjects", ())
     _next.subjects = ()
     return subjects
+
+
+@contextmanager
+def self_contained() -> Iterator[None]:
+    """A block whose updates read no triple but those of the subjects their lease claim's
+    read brought (rdfmem's own domain writes): on a SPARQL server, what such an update
+    leaves is computed on those triples, and the client's followers do not read it back
+    (``rdfmem.backends.sparql.own_writes``). Never wrap a caller's update text in it."""
+    before = getattr(_contained, "on", False)
+    _contained.on = True
+    try:
+        yield
+    finally:
+        _contained.on = before
+
+
+def contained() -> bool:
+    """True inside this thread's ``self_contained`` block."""
+    return bool(getattr(_contained, "on", False))

@@ -30,6 +30,7 @@ from rdfmem.domain.decision_models import Edge, Node, as_model, copy_node, node_
 from rdfmem.domain.decision_reader import DecisionReader
 from rdfmem.store.indexes import GraphIndex
 from rdfmem.store.known_rows import prefetching, subject_rows
+from rdfmem.store.own_writes import self_contained
 
 __all__ = ["DecisionGraph"]
 
@@ -73,6 +74,7 @@ class DecisionGraph(DecisionReader):
             prefetching([NamedNode(s) for s in prefetch]),
             self.store.exclusive(self.graph),
             self.store.declared(self._graph_term, named),
+            self_contained(),  # its updates read only what they claim (``store.own_writes``)
         ):
             if hub is None:
                 yield None

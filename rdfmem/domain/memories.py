@@ -84,6 +84,8 @@ from rdfmem.domain.memory_rdf import (
     _triples as _triples,
 )
 from rdfmem.store.history_reads import Version
+from rdfmem.store.indexes.follow_hub import one_look
+from rdfmem.store.own_writes import self_contained
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = [
@@ -207,6 +209,7 @@ class Memories:
             self.store.exclusive(subject, within=within),
             self._index.writing(graph, subject) as vectors,
             self._writing_texts(graph) as texts,
+            self_contained(),  # its update reads only the subject (``store.own_writes``)
         ):
             old = self._stored(graph, subject)
             if old is not None and old.title != memory.title:
@@ -348,9 +351,10 @@ class Memories:
         graphs = [self.graph(s) for s in self.scopes]
         wanted = limit
         while True:
-            hits = ranked_search(
-                self.ranking, self._texts, self._index, self.embedder, graphs, query, wanted
-            )
+            with one_look(self.store):  # a remote store's followers: one change-log look
+                hits = ranked_search(
+                    self.ranking, self._texts, self._index, self.embedder, graphs, query, wanted
+                )
             found = self._read((graph, subject) for graph, subject, _ in hits)
             out = [(found[s.value], score) for _, s, score in hits if s.value in found]
             if valid_at is None:

@@ -419,7 +419,7 @@ def deferred_update(backend: SparqlBackend, sparql: str) -> bool:
     refuse_network(sparql)
     parts = [sparql + "\n"]  # a trailing comment must not swallow what follows
     if backend.change_log:  # as ``backend.update`` logs it (its ``scope``, if declared)
-        parts.append(backend.change_record())
+        parts.append(backend.change_record(sparql))
     with backend.lock:  # counted as a write when it is sent (``Leases.on_write``)
         backend.leases.write([" ; ".join(parts)])
     return True

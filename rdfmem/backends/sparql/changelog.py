@@ -48,6 +48,7 @@ from rdfmem.backends.sparql.logread import (
     prune_query,
     read_look,
 )
+from rdfmem.backends.sparql.own_writes import OwnWrites
 from rdfmem.backends.sparql.text import MAX_CHANGE_ROWS, Changes, log_change, xsd_instant
 from rdfmem.core.errors import BackingError
 
@@ -105,6 +106,7 @@ class ChangeLog:
         self._misses = 0  # bounded looks in a row whose count differed
         self._full_for = 0  # full looks to make before a bounded one again
         self._lines: dict[int, Line] = {}  # by the identity of a cursor's names
+        self.own = OwnWrites()  # what this client's own writes left (``own_writes``)
         self.bounded = 0  # bounded looks that were enough
         self.missed = 0  # bounded looks whose count differed (a full look followed)
 
@@ -112,13 +114,23 @@ class ChangeLog:
         """True inside this thread's ``scope`` block."""
         return getattr(self._scope, "touches", None) is not None
 
-    def record(self) -> str:
+    def record(self, sparql: str | None = None, rows: Sequence[Any] | None = None) -> str:
         """The change-log operation for an update this thread sends now: the graph and
-        subjects of its ``scope`` block, or a change of unknown scope outside one."""
+        subjects of its ``scope`` block, or a change of unknown scope outside one. With
+        the update (``sparql``) and the rows its claim's read brought (``rows``: every
+        triple it reads), what the subjects hold after it is expected (``own_writes``)."""
         scope: tuple[str, list[NamedNode]] | None = getattr(self._scope, "touches", None)
+        name = uuid.uuid4().hex
         if scope is None:
-            return log_change(self.graph, uuid.uuid4().hex, None)
-        return log_change(self.graph, uuid.uuid4().hex, [scope[0]], scope[1])
+            return log_change(self.graph, name, None)
+        if sparql is not None and rows is not None:
+            self.own.expect(name, NamedNode(scope[0]), scope[1], sparql, rows)
+        return log_change(self.graph, name, [scope[0]], scope[1])
+
+    def scoped(self) -> list[NamedNode] | None:
+        """The subjects of this thread's ``scope`` block; None outside one."""
+        scope: tuple[str, list[NamedNode]] | None = getattr(self._scope, "touches", None)
+        return None if scope is None else scope[1]
 
     @contextmanager
     def scope(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> Iterator[None]:
@@ -318,7 +330,11 @@ class ChangeLog:
     def _remember(self, look: Look, left: float, slack_s: float) -> None:
         """Keep what a look read: the sizes of the latest records (to leave them out of
         full looks) and the dates of every record of the last two windows (to count them
-        in bounded looks), at most ``MAX_DATED``."""
+        in bounded looks), at most ``MAX_DATED``; and what this client's own records read
+        tell of their subjects (``own_writes``)."""
+        changes = look.changes
+        whole = [g.value for g in changes.whole if isinstance(g, NamedNode)]
+        self.own.read(look.new, look.pairs_of, whole, changes.everything)
         with self._lock:
             self._read.update(look.read)
             if len(self._read) > 4 * MAX_SKIPPED:  # bounded: the latest records are kept

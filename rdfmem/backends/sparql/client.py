@@ -64,9 +64,8 @@ Errors are translated at this boundary (``raise … from exc``): a transport fai
 ``Unreachable`` (endpoint and cause), HTTP 400 is ``QueryError`` with the server's message,
 any other failure or a malformed body is ``BackingError``. A request the server rolled
 back (SQLSTATE 40001, a deadlock: Virtuoso under concurrent writes) is sent again
-(``rdfmem.backends.sparql.answers``). A write's requests are planned by
-``rdfmem.backends.sparql.writes`` and sent under this client's leases, which count each
-one sent as a write (``Backend.wrote``).
+(``answers``). A write's requests are planned by ``writes`` and sent under this client's
+leases, which count each one sent as a write (``Backend.wrote``).
 """
 
 from __future__ import annotations
@@ -94,6 +93,7 @@ from rdfmem.backends.sparql.answers import (
 from rdfmem.backends.sparql.bind import bind_values, query_shape
 from rdfmem.backends.sparql.changelog import ChangeLog
 from rdfmem.backends.sparql.leases import Leases
+from rdfmem.backends.sparql.own_writes import expecting, known_quads, wrote_in_section
 from rdfmem.backends.sparql.text import CHANGE_GRAPH_IRI, Changes
 from rdfmem.backends.sparql.wire import (
     blanks_match,
@@ -171,20 +171,18 @@ class SparqlBackend(Backend):
         lease_ttl_ms, lease_wait_ms: the lease a read-modify-write takes, and how long it
             waits for another client's lease before ``LeaseDenied``.
         lease_linger_ms: how long this client keeps a claim it no longer uses, when nobody
-            else wanted it, so that its next write there costs one request less (0: never;
-            see ``rdfmem.backends.sparql.leases.Leases``). Another client waits at most this
-            long for it.
+            else wanted it, so its next write there costs a request less (0: never; see
+            ``Leases``). Another client waits at most this long for it.
         max_quads_per_request: stage larger writes in scratch graphs, this many quads per
-            request, then apply them in one request; by default 500 against Virtuoso,
-            unbounded elsewhere.
+            request, then apply them in one request; by default 500 against Virtuoso.
         snapshot_reads: the server answers each query from one consistent state, so the
             lease read may bring the leased entries along (one request less per update);
             by default true for Oxigraph server only (Virtuoso reads committed rows as it
-            goes, so there it would read stale values).
+            goes: stale values).
         transport: an httpx transport (retries, proxies, tests).
         staging_idle_ms: a staged write with no part for this long (server's clock) was
             left by a dead client; the next client that stages drops it (by default four
-            request timeouts, at least a minute: ``rdfmem.backends.sparql.writes``).
+            request timeouts, at least a minute: ``writes``).
     """
 
     supports_update = True
@@ -403,6 +401,7 @@ class SparqlBackend(Backend):
 
     def _update(self, sparql: str, base_iri: str | None) -> None:
         self.leases.flush()
+        wrote_in_section(self.leases)  # what its claim read is stale now
         if self.change_log and self.declared():
             # rdfmem's own text, whose graph and subjects its caller declared: the record
             # goes in the same request, so it commits with the write or not at all.
@@ -418,10 +417,16 @@ class SparqlBackend(Backend):
         """True inside this thread's ``scope`` block."""
         return self._log.declared()
 
-    def change_record(self) -> str:
-        """The change-log operation for an update this thread sends now: the graph and
-        subjects of its ``scope`` block, or a change of unknown scope outside one."""
-        return self._log.record()
+    def change_record(self, sparql: str | None = None) -> str:
+        """The change-log operation for an update this thread sends now (``ChangeLog.record``;
+        ``sparql``: that update, under this thread's claim: its effect may be expected)."""
+        section = self.leases.section() if sparql and expecting(self) else None
+        rows = None if section is None else section.rows_for(self._log.scoped() or [])
+        return self._log.record(sparql, rows)
+
+    def known_quads(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> list[Quad] | None:
+        """The quads of ``subjects`` in ``graph`` known without a request (``own_writes``)."""
+        return known_quads(self, self._log.own, graph, subjects)
 
     def scope(
         self, graph: NamedNode, subjects: Sequence[NamedNode]
@@ -541,18 +546,13 @@ class SparqlBackend(Backend):
         retention_s: float = 3600.0,
     ) -> Changes:
         """What rdfmem writes changed since ``cursor`` (None: the first look), in one small
-        query whose answer holds only the changes of the last ``slack_s`` seconds.
-
-        Every rdfmem write records the graphs (and subjects) it touched in the change log,
-        in the very request that writes, so a write that returned before this call started
-        is reported (the rule: ``rdfmem.backends.sparql.changelog``); records already
-        reported are remembered in the cursor. Writes by other SPARQL clients are not
-        logged: call with ``cursor=None`` (everything) to see them. Records older than
-        ``retention_s`` are pruned now and then; a cursor older than that reads everything.
+        query: every rdfmem write that returned before this call started is reported, once
+        per cursor (``rdfmem.backends.sparql.changelog``); writes by other SPARQL clients
+        are not (``cursor=None``: everything). Records older than ``retention_s`` are pruned
+        now and then; a cursor older than that reads everything.
 
         Raises:
-            BackingError: this client does not keep the change log (``change_log=False``),
-                so its own writes would be missed.
+            BackingError: no change log here (``change_log=False``): writes would be missed.
             Unreachable, BackingError: the server did not answer, or answered badly.
         """
         if not self.change_log:

@@ -102,6 +102,15 @@ class Section:
             if r.get("ps") == subject and "pp" in r and "po" in r and "pg" in r
         ]
 
+    def rows_for(self, subjects: Sequence[NamedNode]) -> list[Row] | None:
+        """Every row its claim's read brought, when they hold every one of ``subjects``'
+        quads and the section has written nothing; else None."""
+        if self.wrote or self.own is None or self.prefetch is None:
+            return None
+        if not subjects or any(s not in self.prefetch_for for s in subjects):
+            return None
+        return self.prefetch
+
 
 def fences_of(sections: Sequence[Section]) -> list[Claim]:
     """The claims writes made in ``sections`` go under, each once."""

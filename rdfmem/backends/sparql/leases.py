@@ -89,10 +89,9 @@ the claims conflicting with its own, and the relation is symmetric, so the argum
 through unchanged with "a claim on S" read as "a claim conflicting with S".
 
 The protocol is written as generators of steps (``Select``, ``Update``, ``Sleep``) with no
-I/O (``rdfmem.backends.sparql.lease_steps``), run by ``run`` (``lease_run``); tests interleave
-several of them step by step against a local store. Beside ``Leases`` live the claims it
-keeps (``lease_kept``), its memory of contention (``lease_contention``) and its threads'
-turns and sections (``lease_local``).
+I/O (``lease_steps``), run by ``run`` (``lease_run``); tests interleave several of them
+step by step against a local store. Beside ``Leases`` live the claims it keeps
+(``lease_kept``), its memory of contention (``lease_contention``), its threads' sections.
 """
 
 from __future__ import annotations
@@ -499,11 +498,15 @@ class Leases:
         for request in requests:
             self._send(request, fences=fences)
 
-    def prefetched(self, subject: NamedNode) -> list[Row] | None:
-        """The quads of ``subject`` read with this thread's claim on it (rows of ``?pp ?po
-        ?pg``), while nothing has been written since; None when there are none to trust."""
+    def section(self) -> Section | None:
+        """This thread's innermost ``exclusive`` section (``lease_local``); None outside."""
         stack = self._active.__dict__.get("stack")
-        return stack[-1].prefetched(subject) if stack else None
+        return stack[-1] if stack else None
+
+    def prefetched(self, subject: NamedNode) -> list[Row] | None:
+        """``Section.prefetched`` of this thread's innermost section (None outside one)."""
+        section = self.section()
+        return None if section is None else section.prefetched(subject)
 
     def flush(self) -> None:
         """Send the writes this thread deferred, so that a read sees them; renew the
@@ -551,8 +554,7 @@ class Leases:
         except LeaseExpired:
             raise expired(claim) from None
         claim.deadline = sent + claim.ttl_ms / 1000.0 - min(claim.ttl_ms / 5000.0, 1.0)
-        # Its new end by the server's clock, for the fences to come (a failed read
-        # leaves the old one: earlier, so only stricter).
+        # Its new end by the server's clock, for the fences to come (a failed read: the old)
         with suppress(StoreError):
             learn_end(claim, self.wire.select_rows(started(self.graph, claim)))
 

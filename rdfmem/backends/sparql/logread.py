@@ -335,6 +335,10 @@ class Look:
     read: dict[str, tuple[float, int]]
     prune: bool
     dated: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
+    #: The records new to the cursor, and the ``(graph, subject)`` IRIs each trusted one
+    #: names (``own_writes``: a subject this client's own record alone names is known).
+    new: tuple[str, ...] = ()
+    pairs_of: dict[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
 
 
 def counted(rows: Sequence[Mapping[str, Any]]) -> tuple[int | None, list[Mapping[str, Any]]]:
@@ -408,6 +412,8 @@ def read_look(
     recent: set[str] = set()
     read: dict[str, tuple[float, int]] = {}
     dated: dict[str, tuple[int, ...] | None] = {}
+    new: list[str] = []
+    pairs_of: dict[str, frozenset[tuple[str, str]]] = {}
 
     def named(graph: NamedNode) -> NamedNode | DefaultGraph:
         default = server_default and graph.value == DEFAULT_GRAPH_LABEL
@@ -426,6 +432,7 @@ def read_look(
             dated[key] = _exact_dates(record.dates) if countable else None
         if key in seen:
             continue
+        new.append(key)
         iris = [named(g) for g in record.graphs if isinstance(g, NamedNode)]
         graphs.update(iris)
         if record.trusted(name, now, slack_s):
@@ -433,6 +440,8 @@ def read_look(
                 everything = True
             elif record.subjects:
                 pairs.update((iris[0], s) for s in record.subjects)
+                label = record.graphs[0].value
+                pairs_of[key] = frozenset((label, s.value) for s in record.subjects)
             else:
                 whole.update(iris)
             continue
@@ -448,4 +457,4 @@ def read_look(
         frozenset(whole),
         prune,
     )
-    return Look(changes, read, prune, dated)
+    return Look(changes, read, prune, dated, tuple(new), pairs_of)

@@ -4,11 +4,12 @@ A remote store is shared: other clients write to the server. With the change log
 (``RdfStore.connect(..., change_log=True)`` on every client that writes), every rdfmem
 write records, in the same request, the graph and the subjects it changed; a memory write
 names its one subject. A ``Follower`` keeps one ``VectorSet`` per graph and, before each
-search, asks the server what changed since it last looked (one small query), then fetches
-only the vectors of the subjects named there. A graph changed in a way not listed subject
-by subject (a large write, ``clear_graph``) is read again whole; a change of unknown scope
-(a raw ``sparql_update`` through rdfmem, a pruned log, the first look) reads every graph
-again.
+search, asks the server what changed since it last looked (one small query, shared by every
+follower of the backend: ``follow_hub``), then fetches only the vectors of the subjects
+named there (no request for a subject this client wrote last: ``SparqlBackend.known_quads``).
+A graph changed in a way not listed subject by subject (a large write, ``clear_graph``) is
+read again whole; a change of unknown scope (a raw ``sparql_update`` through rdfmem, a
+pruned log, the first look) reads every graph again.
 
 **The rule.** A search never misses an rdfmem write that returned before the search began
 (``SparqlBackend.changes_since`` says why). Writes by other SPARQL clients are not in the
@@ -26,10 +27,18 @@ from typing import Any
 
 from numpy.typing import NDArray
 
+from rdfmem.store.indexes.follow_hub import Inbox, hub_of, one_look
 from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.vectors import VectorSet
 
-__all__ = ["Follower", "Following", "following", "text_follower", "text_followers"]
+__all__ = [
+    "Follower",
+    "Following",
+    "following",
+    "one_look",
+    "text_follower",
+    "text_followers",
+]
 
 #: ``(graph, subject, vector)`` of stored vectors (or ``(graph, subject, text)`` of texts).
 Entries = Iterator[tuple[str, str, Any]]
@@ -82,7 +91,11 @@ class Following:
         self.backend = backend
         self.max_age_s = max_age_s
         self.lock = threading.RLock()
-        self.cursor: Any = None
+        # One cursor for every follower of the backend (``follow_hub``): a look made for
+        # one is handed to all, and a call (``one_look``) sends one.
+        self.hub = hub_of(backend)
+        self._inbox = Inbox()
+        self.hub.join(self._inbox)
         self.sets: dict[str, Any] = {}
         self.read_at: dict[str, float] = {}  # when each graph was last read whole
         self.pending: dict[str, set[str]] = {}  # subjects to read again, by graph
@@ -97,19 +110,24 @@ class Following:
     def _old(self, graph: str, now: float) -> bool:
         return self.max_age_s is not None and now - self.read_at[graph] > self.max_age_s
 
+    @property
+    def cursor(self) -> Any:
+        """The change-log cursor shared by the backend's followers."""
+        return self.hub.cursor
+
     def _follow(self) -> None:
-        changes = self.backend.changes_since(self.cursor)
-        self.cursor = changes.cursor
-        if changes.everything:
+        self.hub.sync()
+        everything, whole, subjects = self._inbox.drain()
+        if everything:
             self.sets.clear()
             self.pending.clear()
             return
-        for graph in changes.whole:
+        for graph in whole:
             label = getattr(graph, "value", None)
             if label is not None:
                 self.sets.pop(label, None)
                 self.pending.pop(label, None)
-        for graph, subject in changes.subjects:
+        for graph, subject in subjects:
             label = getattr(graph, "value", None)
             if label is not None and label in self.sets:
                 self.pending.setdefault(label, set()).add(subject.value)
