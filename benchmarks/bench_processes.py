@@ -20,7 +20,9 @@ than stopping the script: today a second process fails to open the store
 (``StoreAlreadyOpen``), and the table says so.
 
 Run: ``python benchmarks/bench_processes.py [--quick]``; writes
-``benchmarks/results/processes.md``.
+``benchmarks/results/processes.md``. ``--only turns --size 10000 --turns 60`` runs just the
+attached turns (into a temporary file unless ``--out`` is given): the side-by-side check of
+a change.
 """
 
 # ruff: noqa: RUF001  (the markdown tables print multiplication signs)
@@ -311,9 +313,9 @@ def report(results: dict[str, Any], command: str, load: tuple[str, float]) -> st
             "",
             f"**{NO_WARM_UP}**",
             "",
-            *updates_table(results["updates"]),
-            *turns_table(results["turns"]),
-            *mcp_table(results["mcp"]),
+            *(updates_table(results["updates"]) if "updates" in results else []),
+            *(turns_table(results["turns"]) if "turns" in results else []),
+            *(mcp_table(results["mcp"]) if "mcp" in results else []),
         ]
     )
 
@@ -328,6 +330,13 @@ def main() -> None:
     parser.add_argument("--observations", type=int, default=40, help="per MCP server")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per answer")
     parser.add_argument("--out", type=Path, help=f"default {RESULTS} (full runs only)")
+    parser.add_argument(
+        "--only",
+        choices=["updates", "turns", "mcp"],
+        action="append",
+        help="run only this measurement (repeatable); written to a temporary file unless "
+        "--out is given",
+    )
     args = parser.parse_args()
     if args.quick:
         args.size, args.turns, args.timeout = 1_000, 40, 120
@@ -335,12 +344,17 @@ def main() -> None:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        results["updates"] = updates(folder, args.procs, args.updates, args.timeout)
-        results["turns"] = attached_turns(folder, args.size, args.turns, args.timeout)
-        results["mcp"] = two_servers(folder / "mcp-store", args.observations, args.timeout)
-    command = "python benchmarks/bench_processes.py" + (" --quick" if args.quick else "")
+        wanted = set(args.only or ["updates", "turns", "mcp"])
+        if "updates" in wanted:
+            results["updates"] = updates(folder, args.procs, args.updates, args.timeout)
+        if "turns" in wanted:
+            results["turns"] = attached_turns(folder, args.size, args.turns, args.timeout)
+        if "mcp" in wanted:
+            results["mcp"] = two_servers(folder / "mcp-store", args.observations, args.timeout)
+    command = " ".join(["python", "benchmarks/bench_processes.py", *sys.argv[1:]])
     text = report(results, command, (started, load_average()))
-    write_results(args.out or RESULTS, text, quick=args.quick and args.out is None)
+    partial = (args.quick or args.only is not None) and args.out is None
+    write_results(args.out or RESULTS, text, quick=partial)
     print(text)
 
 

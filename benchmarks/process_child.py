@@ -58,9 +58,11 @@ def main() -> None:
                 store = RdfStore.open(argument)
                 reply["seconds"] = time.perf_counter() - t0
                 turn = rdfmem_turn(store, random.Random(argument))
-                client = getattr(store.backend, "client", None)  # an attached process's
-                if client is not None:
-                    client.event_hooks["request"].append(lambda _: sent.append(1))
+                backend = store.backend
+                if not hasattr(backend, "requests_sent"):  # an attached process counts
+                    client = getattr(backend, "client", None)  # its own; another, by hook
+                    if client is not None:
+                        client.event_hooks["request"].append(lambda _: sent.append(1))
             elif command == "updates":
                 assert store is not None, "open first"
                 for _ in range(int(argument)):
@@ -70,12 +72,13 @@ def main() -> None:
                 reply["seconds"] = seconds
             elif command == "turn":
                 assert turn is not None, "open first"
+                assert store is not None
                 sent.clear()
+                before = getattr(store.backend, "requests_sent", 0)
                 t0 = time.perf_counter()
                 turn(int(argument))
                 reply["seconds"] = time.perf_counter() - t0
-                reply["requests"] = len(sent)
-                assert store is not None
+                reply["requests"] = len(sent) + getattr(store.backend, "requests_sent", 0) - before
                 reply["graph"] = graph_state(store)
             elif command == "get":
                 assert store is not None, "open first"

@@ -8,6 +8,12 @@ answers of this process's own writes (``rdfmem.backends.owner.SINCE_PARAM``), or
 ``GET /changes`` when another process wrote. So a process working alone asks no request to
 learn what changed, and never answers from notes older than the owner's last write.
 
+The answer to ``GET /subjects`` (``AttachedBackend.known_quads``) adds every subject of a
+graph, listed after its notes were taken: a subject not in the list, and named by no note
+adopted since, has no triples, so an existence check is answered here. A note naming a
+subject puts it in the list (it may exist now: asked again, unless the note brought its
+triples); a note changing the graph whole, or anything, drops the list.
+
 Notes are kept as chunks, each "what changed after generation a up to generation b"; the
 answer for a cursor is the union of the chunks that end after it (a chunk that starts
 before the cursor adds subjects read again for nothing, never misses one).
@@ -27,8 +33,11 @@ __all__ = ["Replica"]
 
 #: Chunks kept; a cursor older than the oldest is answered by the owner.
 KEEP = 256
-#: Subjects whose triples are kept at most (all are forgotten past it).
+#: Subjects, and triples, kept at most (all are forgotten past either).
 MAX_VALUES = 10_000
+MAX_QUADS = 500_000
+#: Questions about a graph whose list a whole-graph note dropped before it is asked again.
+RELIST = 64
 
 Pair = tuple[str, str]
 
@@ -46,6 +55,14 @@ class Replica:
         #: answers): forgotten when a later note names the subject, its graph whole, or
         #: everything.
         self._values: dict[Pair, list[Quad]] = {}
+        self._quads = 0  # in ``_values``
+        #: Every subject of some graphs as of ``head`` (``listed``), plus the subjects a
+        #: later note named: a subject of such a graph that is not in it has no triples.
+        self._listed: dict[str, set[str]] = {}
+        #: Graphs listed once in this epoch (or refused: too large), and the questions
+        #: about each since its list was dropped (``to_list``).
+        self._lists_asked: set[str] = set()
+        self._misses: dict[str, int] = {}
 
     def since_param(self) -> str:
         """``epoch generation`` to send with a write (``""`` before the first notes: the
@@ -53,9 +70,10 @@ class Replica:
         with self.lock:
             return f"{self.epoch} {self.head}" if self.epoch else ""
 
-    def adopt(self, found: dict[str, Any], asked: str) -> None:
+    def adopt(self, found: dict[str, Any], asked: str, listing: str | None = None) -> None:
         """Take the owner's answer to "what changed since ``asked``" (``since_param``).
-        Dropped when the notes moved meanwhile (another thread)."""
+        Dropped when the notes moved meanwhile (another thread). ``listing``: the graph
+        whose subjects the answer lists (``GET /subjects``), as of its generation or later."""
         epoch = str(found.get("epoch", ""))
         try:
             now = int(found.get("generation", -1))
@@ -66,29 +84,60 @@ class Replica:
                 return
             if found.get("everything", True) or epoch != self.epoch:
                 # From here on: a cursor before ``now`` (or of another epoch) asks the owner.
+                if epoch != self.epoch:
+                    self._lists_asked.clear()
                 self.epoch, self.base, self.head, self._chunks = epoch, now, now, []
                 self._values.clear()
-                return
-            if now <= self.head:
-                return
-            whole = frozenset(str(g) for g in found.get("whole", []))
-            subjects = frozenset((str(g), str(s)) for g, s in found.get("subjects", []))
-            self._chunks.append((self.head, now, whole, subjects))
-            self.head = now
-            if len(self._chunks) > KEEP:
-                del self._chunks[: len(self._chunks) - KEEP]
-                self.base = self._chunks[0][0]
-            self._forget(whole, subjects)
-            self._learn(found.get("values"))
+                self._quads = 0
+                self._listed.clear()
+            elif now > self.head:
+                whole = frozenset(str(g) for g in found.get("whole", []))
+                subjects = frozenset((str(g), str(s)) for g, s in found.get("subjects", []))
+                self._chunks.append((self.head, now, whole, subjects))
+                self.head = now
+                if len(self._chunks) > KEEP:
+                    del self._chunks[: len(self._chunks) - KEEP]
+                    self.base = self._chunks[0][0]
+                self._forget(whole, subjects)
+                self._learn(found.get("values"))
+            if listing is not None and now == self.head:
+                listed = found.get("listed")
+                if isinstance(listed, list):
+                    self._listed[listing] = {str(x) for x in listed}
+
+    def to_list(self, pairs: Sequence[Pair], mark: tuple[str, int] | None) -> str | None:
+        """The graph whose subjects are worth asking for (``GET /subjects``) to answer a
+        question about ``pairs`` here: one of theirs with no list yet while the notes held
+        are the latest, asked once an epoch, or again after ``RELIST`` questions once a
+        whole-graph note dropped its list; else None."""
+        with self.lock:
+            if mark is None or mark != (self.epoch, self.head):
+                return None
+            for graph, _ in pairs:
+                if graph and graph not in self._listed:
+                    misses = self._misses.get(graph, 0) + 1
+                    self._misses[graph] = misses
+                    if graph not in self._lists_asked or misses >= RELIST:
+                        self._lists_asked.add(graph)  # asked once, whatever the answer
+                        self._misses[graph] = 0
+                        return graph
+            return None
 
     def _forget(self, whole: frozenset[str], subjects: frozenset[Pair]) -> None:
         if whole:
             for pair in [p for p in self._values if p[0] in whole]:
-                del self._values[pair]
+                self._quads -= len(self._values.pop(pair))
+            for graph in whole:
+                if self._listed.pop(graph, None) is not None:
+                    self._misses[graph] = 0
         for pair in subjects:
-            self._values.pop(pair, None)
-        if len(self._values) > MAX_VALUES:
+            self._quads -= len(self._values.pop(pair, ()))
+            listed = self._listed.get(pair[0])
+            if listed is not None:  # it may have triples now: no longer known absent
+                listed.add(pair[1])
+        if len(self._values) > MAX_VALUES or self._quads > MAX_QUADS:
             self._values.clear()
+            self._quads = 0
 
     def _learn(self, values: Any) -> None:
         if not isinstance(values, dict):
@@ -103,6 +152,7 @@ class Replica:
                     continue
                 pair = (str(graph), str(subject))
                 if all(q.subject.value == pair[1] and _name(q) == pair[0] for q in quads):
+                    self._quads += len(quads) - len(self._values.get(pair, ()))
                     self._values[pair] = quads
 
     def known(self, pairs: Sequence[Pair], mark: tuple[str, int] | None) -> list[Quad] | None:
@@ -115,7 +165,10 @@ class Replica:
             for pair in pairs:
                 quads = self._values.get(pair)
                 if quads is None:
-                    return None
+                    listed = self._listed.get(pair[0])
+                    if listed is None or pair[1] in listed:
+                        return None
+                    continue  # not in its graph's list, named by no note since: none
                 found.extend(quads)
             return found
 

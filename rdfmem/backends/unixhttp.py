@@ -20,6 +20,7 @@ import contextlib
 import select
 import socket
 import threading
+from collections.abc import Sequence
 
 import httpx
 
@@ -58,13 +59,34 @@ class UnixHTTPTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         timeouts = request.extensions.get("timeout", {})
         timeout = timeouts.get("read") if isinstance(timeouts, dict) else None
-        body = request.read()
-        head = [f"{request.method} {request.url.raw_path.decode('ascii')} HTTP/1.1".encode()]
-        head += [b"%s: %s" % (k, v) for k, v in request.headers.raw]
+        target = request.url.raw_path.decode("ascii")
+        status, headers, content = self.exchange(
+            request.method, target, request.headers.raw, request.read(), timeout, request
+        )
+        return httpx.Response(status, headers=headers, content=content, request=request)
+
+    def exchange(
+        self,
+        method: str,
+        target: str,
+        headers: Sequence[tuple[bytes, bytes]],
+        body: bytes,
+        timeout: float | None,
+        request: httpx.Request | None = None,
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """One request and its answer, with no ``httpx.Request`` to build: the status,
+        headers and body (``headers`` must name the host and the body's length).
+
+        Raises:
+            httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadTimeout: as
+                ``handle_request``.
+        """
+        head = [f"{method} {target} HTTP/1.1".encode()]
+        head += [b"%s: %s" % (k, v) for k, v in headers]
         conn = self._connection(timeout)
         try:
             conn.sendall(b"\r\n".join(head) + _HEAD_END + body)
-            status, headers, content, keep = _read_answer(conn, request.method == "HEAD")
+            status, answer, content, keep = _read_answer(conn, method == "HEAD")
         except TimeoutError as exc:
             conn.close()
             raise httpx.ReadTimeout(f"no answer from {self.path} in time", request=request) from exc
@@ -78,7 +100,7 @@ class UnixHTTPTransport(httpx.BaseTransport):
                 self._idle.append(conn)
         else:
             conn.close()
-        return httpx.Response(status, headers=headers, content=content, request=request)
+        return status, answer, content
 
     def close(self) -> None:
         with self._lock:
