@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import random
+import threading
 from pathlib import Path
 
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat, Store
@@ -17,9 +18,9 @@ from rdfmem import RdfStore
 from rdfmem.domain.decisions import DecisionGraph, Edge, Node
 from rdfmem.domain.memories import Memories, Memory
 from rdfmem.store.history import history_graph
-from rdfmem.store.history_changelog import build, install, log_for
+from rdfmem.store.history_changelog import build, install, log_for, settle
 from rdfmem.store.history_reads import Change, changes
-from rdfmem.store.indexes.versions import version_index
+from rdfmem.store.indexes.versions import fresh_index, version_index
 
 UTC = dt.timezone.utc
 KV = "urn:rdfmem:graph:store"
@@ -199,12 +200,13 @@ def test_an_on_disk_store_saves_its_log_and_notices_writes_around_it(tmp_path: P
     store.close()
 
 
-def test_a_store_loaded_around_rdfmem_builds_its_log_once(tmp_path: Path) -> None:
+def test_a_store_loaded_around_rdfmem_reads_its_log_once_off_the_call(tmp_path: Path) -> None:
     path = tmp_path / "store"
     first = RdfStore.open(path, history=True)
     since = now()
     for i in range(40):
         first.set(f"k{i % 5}", i)
+    expected = first.changes_since(since)
     exported = first.backend.store.dump(format=RdfFormat.N_QUADS)
     first.close()
     other = tmp_path / "other"
@@ -216,28 +218,103 @@ def test_a_store_loaded_around_rdfmem_builds_its_log_once(tmp_path: Path) -> Non
     assert store._hub is not None
     index = version_index(store._hub, history_graph(KV).value)
     assert index.log is None
-    assert_same(store, since, [None, KV])
+    assert store.changes_since(since) == expected  # the buckets: no call waits for the log
+    assert settle(store._hub, timeout=30)
     assert index.log is not None and index.built > 0.0 and len(index.log) == 40
+    assert_same(store, since, [None, KV])
     store.close()
 
 
-def test_a_log_read_while_a_write_lands_is_not_kept() -> None:
-    store = RdfStore(history=True)
-    since = now()
+def _written_around(store: RdfStore) -> str:
     store.sparql_update(  # a version written around rdfmem: the log is read whole
         "INSERT DATA { GRAPH <urn:rdfmem:history:urn:rdfmem:graph:store> { "
         "<urn:rdfmem:version:20260101T000000.000000Z-0badf00d-0-d1> "
         "<http://www.w3.org/ns/prov#specializationOf> <urn:x> } }"
     )
+    return history_graph(KV).value
+
+
+def test_the_stores_own_writes_made_while_its_log_is_read_are_laid_over_it() -> None:
+    store = RdfStore(history=True)
+    since = now()
+    store.set("a", 0)
+    h = _written_around(store)
     hub = store._hub
     assert hub is not None
-    h = history_graph(KV).value
-    with hub.reading():
-        generation = hub.generation
+    with hub.reading():  # as read_later starts a read
+        fresh_index(hub, KV, h).pending = []
     whole = build(store.backend, h)
-    store.set("k", 1)  # lands while the log was being read, before it is installed
+    store.set("k", 1)  # land while the log is read: noted, then laid over it
+    with store.attributed(by="urn:agent:x", why="because"):
+        store.delete("a")
     with hub.reading():
-        install(hub, KV, h, whole, generation, 0.5)
-        assert log_for(hub, KV, h) is None  # let go: it does not hold the write
+        install(hub, KV, h, whole, 0.5)
+        assert log_for(hub, KV, h) is not None
+    assert [c.key for c in store.changes_since(since)] == ["a", "k", "a"]
+    assert store.changes_since(since)[-1].by == "urn:agent:x"
+    assert_same(store, since, [None, KV])
+
+
+def test_a_log_read_while_a_write_around_rdfmem_lands_is_let_go() -> None:
+    store = RdfStore(history=True)
+    since = now()
+    h = _written_around(store)
+    hub = store._hub
+    assert hub is not None
+    with hub.reading():
+        fresh_index(hub, KV, h).pending = []
+    whole = build(store.backend, h)
+    store.set("k", 1)
+    gone = "<urn:rdfmem:version:20260101T000000.000000Z-0badf00d-0-d1>"
+    store.sparql_update(
+        f"DELETE DATA {{ GRAPH <{h}> {{ {gone} <http://www.w3.org/ns/prov#specializationOf> "
+        "<urn:x> } }"
+    )
+    with hub.reading():
+        install(hub, KV, h, whole, 0.5)
+        assert log_for(hub, KV, h) is None  # let go: what that write did is unknown
     assert [c.key for c in store.changes_since(since)] == ["k"]
     assert_same(store, since, [None, KV])
+
+
+def test_writes_while_the_log_is_read_on_its_thread_keep_every_answer_right() -> None:
+    store = RdfStore(history=True)
+    since = now()
+    _written_around(store)
+    lines = "".join(
+        f"<urn:rdfmem:version:20260102T000000.{i:06d}Z-0badf00d-0-d1> "
+        f"<http://www.w3.org/ns/prov#specializationOf> <urn:y{i}> .\n"
+        for i in range(30_000)
+    )
+    store.sparql_update(
+        f"INSERT DATA {{ GRAPH <urn:rdfmem:history:urn:rdfmem:graph:store> {{ {lines} }} }}"
+    )
+    assert store._hub is not None
+    store.changes_since(since)  # starts the read
+    for i in range(30):
+        store.set(f"k{i % 4}", i)
+    assert settle(store._hub, timeout=60)
+    assert log_of(store) is not None  # read while 30 writes landed: kept, with them
+    assert_same(store, since, [None, KV])
+
+
+def test_closing_stops_a_log_being_read_and_frees_the_files(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    store = RdfStore.open(path, history=True)
+    _written_around(store)
+    lines = "".join(
+        f"<urn:rdfmem:version:20260102T000000.{i:06d}Z-0badf00d-0-d1> "
+        f"<http://www.w3.org/ns/prov#specializationOf> <urn:y{i}> .\n"
+        for i in range(100_000)
+    )
+    store.sparql_update(
+        f"INSERT DATA {{ GRAPH <urn:rdfmem:history:urn:rdfmem:graph:store> {{ {lines} }} }}"
+    )
+    store.changes_since(now())  # starts the read on its thread
+    reading = [t for t in threading.enumerate() if t.name == "rdfmem-change-log"]
+    assert reading  # still reading 100,000 versions
+    store.close()  # stops it: nothing holds the files past close
+    assert not any(t.is_alive() for t in reading)
+    again = RdfStore.open(path, history=True)
+    assert again.changes_since(now()) == []
+    again.close()

@@ -68,6 +68,9 @@ class OxigraphBackend(Backend):
         #: (``unchanged_since``).
         self.writes_under_way = 0
         self._under_way_lock = threading.Lock()
+        #: Called first by ``close`` (the store still open): work on threads of its own that
+        #: reads the store stops there, so that nothing holds the files past ``close``.
+        self.before_close: list[Callable[[], None]] = []
         self.path = None if path is None else Path(path)
         self.persistent = path is not None
         self._locks: SubjectFileLocks | None = None
@@ -330,6 +333,9 @@ class OxigraphBackend(Backend):
     def close(self) -> None:
         if "store" not in self.__dict__:
             return
+        for hook in list(self.before_close):
+            with contextlib.suppress(Exception):  # never a reason not to close
+                hook()
         if self._owner is not None:
             self._owner.stop()
             self._owner = None

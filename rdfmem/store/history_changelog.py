@@ -22,6 +22,9 @@ of another shape) makes the log unusable: the buckets are read instead.
 
 from __future__ import annotations
 
+import heapq
+import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -43,7 +46,7 @@ from rdfmem.store.history import (
     TOMBSTONE,
     VERSION_PREFIX,
 )
-from rdfmem.store.indexes.changelist import ChangeLog
+from rdfmem.store.indexes.changelist import ChangeLog, micros_of
 from rdfmem.store.indexes.hub import IndexHub
 from rdfmem.store.indexes.versions import VersionIndex, fresh_index, version_index
 
@@ -54,6 +57,8 @@ __all__ = [
     "install",
     "log_for",
     "missed",
+    "read_later",
+    "settle",
     "worth_building",
 ]
 
@@ -92,17 +97,108 @@ def worth_building(hub: IndexHub, data: str, history: str) -> bool:
     return not index.built or index.missed >= index.built
 
 
-def install(
-    hub: IndexHub, data: str, history: str, log: ChangeLog, generation: int, took: float
-) -> None:
-    """Keep ``log``, read whole by ``build`` from generation ``generation`` on without the
-    lock, if no write may have changed ``history`` or ``data`` since (else it is let go:
-    its time counts as a build's, so the next one waits for as much time of bucket
-    reads). Call under ``hub.reading()``."""
+def install(hub: IndexHub, data: str, history: str, log: ChangeLog, took: float) -> None:
+    """Keep ``log``, read whole by ``build`` while the index noted this store's writes
+    (``read_later``), with those writes laid over its end; let it go when a write of
+    unknown effect came meanwhile (the index was forgotten). Its time counts as a build's
+    either way, so the next one waits for as much time of bucket reads. Call under
+    ``hub.reading()``."""
     index = fresh_index(hub, data, history)
     index.built, index.missed = max(took, 1e-6), 0.0
-    if hub.fresh(generation, (data, history)):
-        index.log = log
+    pending, index.pending = index.pending, None
+    if pending is None or (index.log is not None and index.log.usable):
+        return
+    if pending and log.usable:
+        _lay_over(log, pending)
+    index.log = log
+
+
+def _lay_over(log: ChangeLog, pending: list[tuple[Any, ...]]) -> None:
+    # The store's own writes made while ``log`` was read (six reads, six states): the
+    # versions from the first of them on are taken off its end and written again, each as
+    # its write noted it (a version a read saw too is kept once).
+    added = {entry[1]: entry for entry in pending if entry[0] == "add"}
+    removed = set().union(*(entry[1] for entry in pending if entry[0] == "removed"))
+    if added:
+        first = min(micros_of(version) for version in added)
+        rows = {row[0]: row for row in log.cut(first) if row[0] not in added}
+        again = [(v, s, by, why, dead) for v, _, s, by, why, dead, _ in rows.values()]
+        again += [(v, s, by, why, dead) for _, v, s, by, why, dead in added.values()]
+        for version, subject, by, why, deleted in sorted(again):
+            log.add(version, subject, by, why, deleted=deleted, activity=None)
+    if removed:
+        log.remove(removed)
+
+
+class _Reader:
+    """The logs of one store being read whole on a thread of their own (``read_later``),
+    stopped when the store closes (``OxigraphBackend.before_close``)."""
+
+    def __init__(self, backend: OxigraphBackend) -> None:
+        self.lock = threading.Lock()
+        self.busy: set[str] = set()
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+        backend.before_close.append(self.close)
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in list(self.threads):
+            thread.join()
+
+
+_READERS: weakref.WeakKeyDictionary[IndexHub, _Reader] = weakref.WeakKeyDictionary()
+
+
+def read_later(backend: OxigraphBackend, hub: IndexHub, wanted: list[tuple[str, str]]) -> None:
+    """Read the logs of ``wanted`` (history graph, data graph) whole on a thread of their
+    own, so that no call waits for it (~25 µs a version): the calls meanwhile read the
+    buckets. The store's writes meanwhile are noted by the index (``pending``) and laid
+    over what was read. Call under ``hub.reading()``."""
+    reader = _READERS.get(hub)
+    if reader is None:
+        reader = _READERS[hub] = _Reader(backend)
+    with reader.lock:
+        todo = [(h, d) for h, d in wanted if h not in reader.busy]
+        if not todo or reader.stop.is_set():
+            return
+        reader.busy.update(h for h, _ in todo)
+    for h, d in todo:
+        fresh_index(hub, d, h).pending = []
+
+    def run() -> None:
+        try:
+            for h, d in todo:
+                started = time.perf_counter()
+                try:
+                    whole = build(backend, h, reader.stop)
+                except Exception:  # stopped, closed, or the read failed: buckets go on
+                    with hub.reading():
+                        fresh_index(hub, d, h).pending = None
+                    continue
+                with hub.reading():
+                    install(hub, d, h, whole, time.perf_counter() - started)
+        finally:
+            with reader.lock:
+                reader.busy.difference_update(h for h, _ in todo)
+                reader.threads.remove(thread)
+
+    thread = threading.Thread(target=run, name="rdfmem-change-log", daemon=True)
+    with reader.lock:
+        reader.threads.append(thread)
+    thread.start()
+
+
+def settle(hub: IndexHub, timeout: float | None = None) -> bool:
+    """Wait for the logs being read whole for ``hub`` (``read_later``); False when some
+    still were after ``timeout`` seconds."""
+    reader = _READERS.get(hub)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for thread in [] if reader is None else list(reader.threads):
+        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            return False
+    return True
 
 
 def missed(hub: IndexHub, history: str, seconds: float) -> None:
@@ -190,24 +286,52 @@ def _learn(hub: IndexHub, history: str, entry: _Pending) -> None:
     index.seen = hub.generation
 
 
-def _pairs(backend: Backend, history: str, predicate: NamedNode) -> Iterator[Any]:
+_RUN = 20_000
+
+
+def _sorted(rows: list[tuple[str, str, str]]) -> Iterator[tuple[str, str, str]]:
+    # ``sorted(rows)``, as runs of ``_RUN`` sorted one by one and merged: one sort of a
+    # million rows would hold the interpreter for a second from the calls answered on
+    # other threads while the log is read (``read_later``).
+    runs = []
+    for i in range(0, len(rows), _RUN):
+        runs.append(sorted(rows[i : i + _RUN]))
+        time.sleep(0)
+    return heapq.merge(*runs)
+
+
+class _Stopped(Exception):
+    """The store is closing: a log read whole on a thread stops."""
+
+
+def _pairs(
+    backend: Backend, history: str, predicate: NamedNode, stop: threading.Event | None
+) -> Iterator[Any]:
     raw = backend.query(
         f"SELECT ?x ?y WHERE {{ GRAPH <{history}> {{ ?x <{predicate.value}> ?y }} }}"
     )
     if not isinstance(raw, QuerySolutions):
         raise QueryError(f"expected the rows of a SELECT, got {type(raw).__name__}")
     try:
-        for solution in raw:
+        for i, solution in enumerate(raw):
+            if stop is not None and not i % 4096 and stop.is_set():
+                raise _Stopped(history)
             yield solution[0], solution[1]
     except (OSError, RuntimeError, ValueError) as exc:
         raise QueryError(f"SPARQL query failed: {exc}") from exc
 
 
-def _single(backend: Backend, history: str, predicate: NamedNode, log: ChangeLog) -> dict[str, Any]:
+def _single(
+    backend: Backend,
+    history: str,
+    predicate: NamedNode,
+    log: ChangeLog,
+    stop: threading.Event | None,
+) -> dict[str, Any]:
     # Each subject's one object of ``predicate`` (its term's value); a subject with two
     # makes the log unusable (the SPARQL read would give a row for each).
     out: dict[str, Any] = {}
-    for x, y in _pairs(backend, history, predicate):
+    for x, y in _pairs(backend, history, predicate, stop):
         key = x.value if isinstance(x, NamedNode) else None
         if key is None:
             continue  # a blank node: not a version nor an activity rdfmem reports
@@ -217,16 +341,17 @@ def _single(backend: Backend, history: str, predicate: NamedNode, log: ChangeLog
     return out
 
 
-def build(backend: Backend, history: str) -> ChangeLog:
-    """The change log of the history graph ``history``, read whole from the backend."""
+def build(backend: Backend, history: str, stop: threading.Event | None = None) -> ChangeLog:
+    """The change log of the history graph ``history``, read whole from the backend
+    (raises ``_Stopped`` once ``stop`` is set)."""
     log = ChangeLog()
-    subjects = _single(backend, history, SPECIALIZES, log)
-    activities = _single(backend, history, GENERATED_BY, log)
-    hours = _single(backend, history, HOUR, log)
-    agents = _single(backend, history, ASSOCIATED, log)
-    reasons = _single(backend, history, REASON, log)
+    subjects = _single(backend, history, SPECIALIZES, log, stop)
+    activities = _single(backend, history, GENERATED_BY, log, stop)
+    hours = _single(backend, history, HOUR, log, stop)
+    agents = _single(backend, history, ASSOCIATED, log, stop)
+    reasons = _single(backend, history, REASON, log, stop)
     types: dict[str, Any] = {}
-    for x, y in _pairs(backend, history, RDF_TYPE):
+    for x, y in _pairs(backend, history, RDF_TYPE, stop):
         if isinstance(x, NamedNode) and x.value.startswith(VERSION_PREFIX):
             if y != TOMBSTONE or x.value in types:
                 log.usable = False
@@ -258,8 +383,7 @@ def build(backend: Backend, history: str) -> ChangeLog:
             log.usable = False
             return log
         kept.append((version, subject.value, activity.value))
-    kept.sort()
-    for version, subject, activity in kept:
+    for version, subject, activity in _sorted(kept):
         by, why = agents.get(activity), reasons.get(activity)
         log.add(
             version,

@@ -51,11 +51,10 @@ from rdfmem.store.history import (
     utc_time,
 )
 from rdfmem.store.history_changelog import (
-    build,
     history_graph_names,
-    install,
     log_for,
     missed,
+    read_later,
     worth_building,
 )
 from rdfmem.store.indexes.changelist import micros
@@ -373,16 +372,11 @@ def _logged(
         pairs = [(h, data_graph_of(h) or "") for h in names]
         if any(not data for _, data in pairs):
             return None
+        # Read whole on a thread of its own (no call waits; writers go on): this call and
+        # those until it is in place read the buckets.
         wanted = [(h, data) for h, data in pairs if worth_building(hub, data, h)]
-        generation = hub.generation
-    # Read whole without the lock (writers go on); kept if nothing wrote those graphs.
-    built = []
-    for h, data in wanted:
-        started = time.perf_counter()
-        built.append((h, data, build(backend, h), time.perf_counter() - started))
-    with hub.reading():
-        for h, data, whole, took in built:
-            install(hub, data, h, whole, generation, took)
+        if wanted:
+            read_later(backend, hub, wanted)
         for h, data in pairs:
             log = log_for(hub, data, h)
             if log is None:

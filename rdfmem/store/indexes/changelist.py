@@ -32,7 +32,7 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["ChangeLog", "micros"]
+__all__ = ["ChangeLog", "micros", "micros_of"]
 
 _VERSION = "urn:rdfmem:version:"
 _ACTIVITY = "urn:rdfmem:activity:"
@@ -51,6 +51,12 @@ def micros(moment: _dt.datetime) -> int:
     """``moment`` (aware) as whole microseconds since 1970 (UTC)."""
     delta = moment - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def micros_of(version: str) -> int:
+    """The time a version's IRI names, in microseconds since 1970 (0 when it names none)."""
+    at = _token_micros(version[_CUT:]) if version.startswith(_VERSION) else None
+    return 0 if at is None else at
 
 
 def _token_micros(token: str) -> int | None:
@@ -204,3 +210,16 @@ class ChangeLog:
                     times[i],
                 )
             begin = end
+
+    def cut(self, low: int) -> list[Row]:
+        """Take off the versions made at ``low`` (microseconds) or later, and return those
+        not removed (``window``'s rows): the end of a log read whole, to lay the store's
+        own writes of that time over it."""
+        start = bisect.bisect_left(self.times, low)
+        rows = list(self.window(low, 2**62))
+        if start < len(self.times):
+            del self.blob[self.ends[start - 1] if start else 0 :]
+            for column in (self.times, self.ends, self.subjects, self.agents, self.reasons):
+                del column[start:]
+            del self.flags[start:]
+        return rows

@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from pyoxigraph import Literal, NamedNode, QuerySolutions
 
@@ -99,6 +99,7 @@ class VersionIndex:
         "graph",
         "log",
         "missed",
+        "pending",
         "seen",
         "size",
     )
@@ -114,6 +115,10 @@ class VersionIndex:
         self.log: ChangeLog | None = None
         self.built = 0.0
         self.missed = 0.0
+        #: While the log is read whole on a thread of its own: what this store's writes
+        #: did meanwhile (``("add", version, subject, by, why, deleted)`` or
+        #: ``("removed", versions)``), to be laid over what that read found.
+        self.pending: list[tuple[Any, ...]] | None = None
 
     def clear(self, generation: int) -> None:
         """Forget everything: the next reads go to the backend (as of ``generation``)."""
@@ -124,6 +129,7 @@ class VersionIndex:
         self.seen = generation
         self.log = None
         self.missed = 0.0
+        self.pending = None  # a write of unknown effect: a log read meanwhile is let go
 
     def chain(self, backend: Backend, subject: str) -> list[str]:
         """``subject``'s versions, oldest first (read from the backend the first time)."""
@@ -168,6 +174,8 @@ class VersionIndex:
             log.add(version, subject, by, why, deleted=deleted, activity=None)
             if len(log) > MAX_CHANGES:
                 self.log = None
+        elif self.pending is not None:
+            self.pending.append(("add", version, subject, by, why, deleted))
         if self.size >= MAX_VERSIONS:
             # Memory bounded: chains are read again when asked for (the log stays).
             self.chains, self.complete, self.dead, self.size = {}, False, None, 0
@@ -194,6 +202,8 @@ class VersionIndex:
         """These versions were removed (a retention): the log no longer reports them."""
         if self.log is not None and versions:
             self.log.remove(versions)
+        elif self.pending is not None and versions:
+            self.pending.append(("removed", set(versions)))
 
     def everything(self, backend: Backend) -> Iterator[tuple[str, list[str]]]:
         """Every resource's chain (the whole graph read once, then kept)."""
