@@ -83,6 +83,7 @@ def test_a_query_past_its_memory_cap_is_stopped(store_path: str) -> None:
     code, output, _ = _query(store_path, RUNAWAY, "--timeout", "60", "--memory-cap", "64")
     assert code == 1
     assert "memory cap of 64 MiB" in output and "--memory-cap" in output
+    assert "allocation" not in output  # rdfmem's message alone, not the engine's last words
 
 
 def test_bad_limits_are_refused_with_what_to_pass(store_path: str) -> None:

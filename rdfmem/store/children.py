@@ -121,6 +121,12 @@ def _child_main(
         # Objects inherited from the parent are never collected here: a collection would
         # touch (and so copy) every page of the parent's heap.
         gc.freeze()
+        # What goes wrong here is answered on the pipe (or seen by the parent as a dead
+        # child, named in its own error); the engine's own last words past the memory cap
+        # ("memory allocation of N bytes failed") would reach the terminal or the log.
+        quiet = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(quiet, 2)
+        os.close(quiet)
         _cap_memory(cap)
         waiting = _Requests(requests)
         while True:
