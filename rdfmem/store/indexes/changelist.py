@@ -32,6 +32,8 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
+from rdfmem.store.history import time_of_version
+
 __all__ = ["ChangeLog", "micros", "micros_of"]
 
 _VERSION = "urn:rdfmem:version:"
@@ -55,25 +57,13 @@ def micros(moment: _dt.datetime) -> int:
 
 def micros_of(version: str) -> int:
     """The time a version's IRI names, in microseconds since 1970 (0 when it names none)."""
-    at = _token_micros(version[_CUT:]) if version.startswith(_VERSION) else None
+    at = _version_micros(version)
     return 0 if at is None else at
 
 
-def _token_micros(token: str) -> int | None:
-    try:
-        at = _dt.datetime(
-            int(token[0:4]),
-            int(token[4:6]),
-            int(token[6:8]),
-            int(token[9:11]),
-            int(token[11:13]),
-            int(token[13:15]),
-            int(token[16:22]),
-            tzinfo=_dt.timezone.utc,
-        )
-    except ValueError:
-        return None
-    return micros(at)
+def _version_micros(version: str) -> int | None:
+    at = time_of_version(version) if version.startswith(_VERSION) else None
+    return None if at is None else micros(at)
 
 
 class ChangeLog:
@@ -149,7 +139,7 @@ class ChangeLog:
         if not self.usable:
             return
         tail = version[_CUT:]
-        at = _token_micros(tail) if version.startswith(_VERSION) else None
+        at = _version_micros(version)
         if (
             at is None
             or (self.times and at < self.times[-1])
@@ -173,7 +163,7 @@ class ChangeLog:
     def remove(self, versions: set[str]) -> None:
         """Mark these versions removed (a compaction, a retention)."""
         for version in versions:
-            at = _token_micros(version[_CUT:]) if version.startswith(_VERSION) else None
+            at = _version_micros(version)
             if at is None:
                 continue
             tail = version[_CUT:].encode("ascii", "replace")
