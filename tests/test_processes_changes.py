@@ -178,7 +178,11 @@ def test_a_node_this_process_added_is_indexed_without_reading_it_again(
     graph.add_node(Node(id="g1", type="goal", label="second"))
     graph.add_edge({"from_id": "g0", "to_id": "g1", "type": "leads_to"})
     assert [n.label for n in graph.query("active_goals")] == ["first", "second"]
-    assert sent == ["query", "update", "query", "update"]  # the checks and the writes
+    assert sent == [
+        "query",
+        "update",
+        "update",
+    ]  # the node's check and the writes (the edge's ends come from the index)
     DecisionGraph(owner).update_node("g1", status="completed")  # another process
     assert [n.label for n in graph.query("active_goals")] == ["first"]
     assert [n.id for n in graph.query("descendants", node_id="g0")] == ["g1"]

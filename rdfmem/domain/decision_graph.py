@@ -29,6 +29,7 @@ from rdfmem.domain.decision_history import versioned
 from rdfmem.domain.decision_models import Edge, Node, as_model, copy_node, node_age, utc_now
 from rdfmem.domain.decision_reader import DecisionReader
 from rdfmem.store.indexes import GraphIndex
+from rdfmem.store.indexes.graph_follow import graph_follower
 from rdfmem.store.known_rows import prefetching, subject_rows
 from rdfmem.store.own_writes import self_contained
 
@@ -57,6 +58,9 @@ class DecisionGraph(DecisionReader):
         DecisionGraphError: ``graph`` is not an IRI.
     """
 
+    #: Write requests this object sent (``_update``, ``_load``), counted in its sections.
+    _sent = 0
+
     @contextmanager
     def _writing(self, *subjects: str, prefetch: Sequence[str] = ()) -> Iterator[GraphIndex | None]:
         # Check-then-write of nodes and edges: the whole graph, for every writer of the
@@ -77,7 +81,8 @@ class DecisionGraph(DecisionReader):
             self_contained(),  # its updates read only what they claim (``store.own_writes``)
         ):
             if hub is None:
-                yield None
+                with self._following() as index:
+                    yield index
                 return
             with hub.writing([self.graph]):
                 # Kept from the first write on (as the memories' indexes): a graph built
@@ -86,6 +91,27 @@ class DecisionGraph(DecisionReader):
                 index = self._fresh_index(hub)
                 yield index
                 index.seen = hub.generation
+
+    @contextmanager
+    def _following(self) -> Iterator[GraphIndex | None]:
+        # A process attached to an on-disk store that keeps this graph's index: brought up
+        # to date before the write (inside its section, so no decision write of another
+        # process comes between), changed by the caller after its write, and the write's
+        # own note is then not read back (``GraphFollower.wrote``): the edge's source node
+        # is not read again whole after each edge. None elsewhere (as before).
+        follower = graph_follower(self.store)
+        if follower is None:
+            yield None
+            return
+        with follower.lock:
+            if not follower.held(self.graph):
+                yield None
+                return
+            index = follower.fresh(self.graph, self._read_whole, self._read_some)
+            before, sent = follower.cursor, self._sent
+            yield index
+            if self._sent == sent + 1:  # one request: the only write it may call its own
+                follower.wrote(self.graph, before)
 
     def _put(self, index: GraphIndex | None, iri: str, node: Node) -> None:
         if index is not None:
@@ -211,7 +237,7 @@ class DecisionGraph(DecisionReader):
         ends = (self._node_iri(item.from_id), self._edge_iri(item.id))
         checked = [ends[1], ends[0], self._node_iri(item.to_id)]
         with self._writing(*ends, prefetch=checked) as index:
-            self._check_edge(item)
+            self._check_edge(item, index)
             self._update(self._insert_edge(item), ends)
             if index is not None:
                 index.link(
@@ -329,12 +355,16 @@ class DecisionGraph(DecisionReader):
         except ValidationError as exc:
             raise DecisionGraphError(f"invalid change to node {node.id!r}: {exc}") from exc
 
-    def _check_edge(self, edge: Edge) -> None:
+    def _check_edge(self, edge: Edge, index: GraphIndex | None = None) -> None:
+        # ``index``: the graph's index, exact for this write (``_writing``'s), or None.
         iri = self._edge_iri(edge.id)
         ends = [self._node_iri(end) for end in (edge.from_id, edge.to_id)]
         if self.store.capabilities.embedded:  # three lookups in this process
             found = {i for i in ends if self._has(i, q.RM_STATUS)}
             clash = self._has(iri, q.RM_EDGE_TYPE)
+        elif index is not None:  # the ends from the index; the new edge known absent
+            found = {i for i in ends if index.value(i) is not None}
+            clash = self._present(iri, [])[1]
         else:  # one request for the three
             found, clash = self._present(iri, ends)
         if clash:
@@ -380,6 +410,7 @@ class DecisionGraph(DecisionReader):
     def _update(self, update: str, subjects: Iterable[str]) -> None:
         """One request: ``update``, and a version of each of ``subjects`` (IRIs) when the
         store keeps history (``rdfmem.domain.decision_history``)."""
+        self._sent += 1
         self.store.sparql_update(versioned(self.store, self._graph_term, update, subjects))
 
     def _naming(self, iri: str) -> list[str]:
@@ -397,6 +428,7 @@ class DecisionGraph(DecisionReader):
             self._update(f"INSERT DATA {{ GRAPH <{self.graph}> {{\n{body}\n}} }}", subjects)
             return
         data = ("\n".join(lines) + "\n").encode("utf-8")
+        self._sent += 1
         self.store.load(data, format="ntriples", graph=self._graph_term)
 
 

@@ -8,6 +8,15 @@ read again (their node fields and the links leaving them), a graph changed in a 
 listed subject by subject is read again whole, and a change of unknown scope (a raw
 ``sparql_update`` through rdfmem, a pruned log, the first look) reads every graph again.
 
+**Its own writes** are not read back where the log counts writes one by one (a process
+attached to an on-disk store: the owner's journal gives each write one generation).
+``DecisionGraph`` writes with the index brought up to date first (``held``/``fresh``), applies
+its change to it, and then calls ``wrote``: when the look after the write finds exactly one
+write since the look before it, that write was its own and the subjects it names are
+already applied; when any other write came between (another process, even on the same
+node), they are read again as before. On a server's change log (times, not counts) every
+named subject is read again.
+
 **The rule** is the vector follower's (``follow.py``): a read never misses an rdfmem write
 that returned before it began. Writes by other SPARQL clients are not in the log: a read
 sees them once ``max_age_s`` has passed since its graph was last read whole, or at once
@@ -106,3 +115,39 @@ class GraphFollower(Following):
         if wanted:
             patch_subjects(index, sorted(wanted), read_some)
         return index
+
+    def _journaled(self) -> bool:
+        return bool(getattr(self.backend, "journaled", False))
+
+    def held(self, graph: str) -> bool:
+        """True when this process keeps an index of ``graph`` (read at least once) that
+        the log keeps exact, and counts writes one by one (``wrote`` can tell its own)."""
+        return graph in self.sets and self._journaled() and _counted(self.cursor)
+
+    def wrote(self, graph: str, before: Any) -> None:
+        """This process's write to ``graph`` succeeded and its change is applied to the
+        index (call with ``lock`` held, the index made ``fresh`` before the write, when the
+        cursor was ``before``): look at the log, and drop the subjects to read again when
+        the only write since ``before`` is this one. Else they stay, and are read again."""
+        self._follow()
+        if self._journaled() and _one_write(before, self.cursor):
+            self.pending.pop(graph, None)
+
+
+def _counted(cursor: Any) -> bool:
+    # A journal's cursor: ``(generation, {epoch})``, the generation counting every write.
+    return (
+        isinstance(cursor, tuple)
+        and len(cursor) == 2
+        and isinstance(cursor[0], float)
+        and isinstance(cursor[1], frozenset)
+        and len(cursor[1]) == 1
+    )
+
+
+def _one_write(before: Any, after: Any) -> bool:
+    """True when exactly one write was noted from cursor ``before`` to ``after`` of one
+    journal (same epoch, generation one more)."""
+    return (
+        _counted(before) and _counted(after) and before[1] == after[1] and after[0] == before[0] + 1
+    )
