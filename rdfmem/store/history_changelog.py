@@ -289,23 +289,44 @@ def _learn(hub: IndexHub, history: str, entry: _Pending) -> None:
 _RUN = 20_000
 
 
-def _sorted(rows: list[tuple[str, str, str]]) -> Iterator[tuple[str, str, str]]:
-    # ``sorted(rows)``, as runs of ``_RUN`` sorted one by one and merged: one sort of a
-    # million rows would hold the interpreter for a second from the calls answered on
-    # other threads while the log is read (``read_later``).
+def _order(keys: list[str]) -> Iterator[int]:
+    # The positions of ``keys`` in sorted order, as runs of ``_RUN`` sorted one by one and
+    # merged: one sort of a million would hold the interpreter for a second from the calls
+    # answered on other threads while the log is read (``read_later``). Positions, not
+    # tuples: a million tuples kept would make the collector walk them again and again.
     runs = []
-    for i in range(0, len(rows), _RUN):
-        runs.append(sorted(rows[i : i + _RUN]))
+    for i in range(0, len(keys), _RUN):
+        runs.append(sorted(range(i, min(i + _RUN, len(keys))), key=keys.__getitem__))
         time.sleep(0)
-    return heapq.merge(*runs)
+    return heapq.merge(*runs, key=keys.__getitem__)
 
 
 class _Stopped(Exception):
     """The store is closing: a log read whole on a thread stops."""
 
 
+class _Pace:
+    """How a log read on a thread of its own shares the interpreter: it works at most half
+    the time (after 2 ms of work it sleeps as long), and stops once ``stop`` is set.
+    pyoxigraph lets the interpreter go at each row it reads; a thread that also wants it
+    back waits up to the switch interval (5 ms) each time while another one works without
+    pause, so a call iterating 1,000 rows beside an unpaced read took 5 s."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.since = time.perf_counter()
+
+    def __call__(self) -> None:
+        if self.stop.is_set():
+            raise _Stopped("the store is closing")
+        now = time.perf_counter()
+        if now - self.since >= 0.002:
+            time.sleep(now - self.since)
+            self.since = time.perf_counter()
+
+
 def _pairs(
-    backend: Backend, history: str, predicate: NamedNode, stop: threading.Event | None
+    backend: Backend, history: str, predicate: NamedNode, pace: _Pace | None
 ) -> Iterator[Any]:
     raw = backend.query(
         f"SELECT ?x ?y WHERE {{ GRAPH <{history}> {{ ?x <{predicate.value}> ?y }} }}"
@@ -314,11 +335,31 @@ def _pairs(
         raise QueryError(f"expected the rows of a SELECT, got {type(raw).__name__}")
     try:
         for i, solution in enumerate(raw):
-            if stop is not None and not i % 4096 and stop.is_set():
-                raise _Stopped(history)
+            if pace is not None and not i % 256:
+                pace()
             yield solution[0], solution[1]
     except (OSError, RuntimeError, ValueError) as exc:
         raise QueryError(f"SPARQL query failed: {exc}") from exc
+
+
+#: What ``_single`` keeps for an object that is not what rdfmem writes there (no IRI, no
+#: time token, no hour bucket has it).
+_OTHER = "\x00"
+
+
+def _iri(term: Any) -> str:
+    return term.value if isinstance(term, NamedNode) else _OTHER
+
+
+def _plain(term: Any) -> str:
+    plain = (
+        isinstance(term, Literal) and term.language is None and term.datatype.value == _XSD_STRING
+    )
+    return term.value if plain else _OTHER
+
+
+def _value(term: Any) -> str:
+    return str(term.value)
 
 
 def _single(
@@ -326,70 +367,76 @@ def _single(
     history: str,
     predicate: NamedNode,
     log: ChangeLog,
-    stop: threading.Event | None,
-) -> dict[str, Any]:
-    # Each subject's one object of ``predicate`` (its term's value); a subject with two
-    # makes the log unusable (the SPARQL read would give a row for each).
-    out: dict[str, Any] = {}
-    for x, y in _pairs(backend, history, predicate, stop):
+    pace: _Pace | None,
+    text: Callable[[Any], str],
+) -> dict[str, str]:
+    # Each subject's one object of ``predicate``, as ``text`` gives it (a string: terms
+    # kept by the million would make the collector walk them again and again); a subject
+    # with two makes the log unusable (the SPARQL read would give a row for each).
+    out: dict[str, str] = {}
+    for x, y in _pairs(backend, history, predicate, pace):
         key = x.value if isinstance(x, NamedNode) else None
         if key is None:
             continue  # a blank node: not a version nor an activity rdfmem reports
         if key in out:
             log.usable = False
-        out[key] = y
+        out[key] = text(y)
     return out
 
 
 def build(backend: Backend, history: str, stop: threading.Event | None = None) -> ChangeLog:
-    """The change log of the history graph ``history``, read whole from the backend
-    (raises ``_Stopped`` once ``stop`` is set)."""
+    """The change log of the history graph ``history``, read whole from the backend; with
+    ``stop`` (on a thread of its own), paced (``_Pace``) and stopped (``_Stopped``) once
+    ``stop`` is set."""
+    pace = None if stop is None else _Pace(stop)
     log = ChangeLog()
-    subjects = _single(backend, history, SPECIALIZES, log, stop)
-    activities = _single(backend, history, GENERATED_BY, log, stop)
-    hours = _single(backend, history, HOUR, log, stop)
-    agents = _single(backend, history, ASSOCIATED, log, stop)
-    reasons = _single(backend, history, REASON, log, stop)
-    types: dict[str, Any] = {}
-    for x, y in _pairs(backend, history, RDF_TYPE, stop):
+    subjects = _single(backend, history, SPECIALIZES, log, pace, _iri)
+    activities = _single(backend, history, GENERATED_BY, log, pace, _iri)
+    hours = _single(backend, history, HOUR, log, pace, _plain)
+    agents = _single(backend, history, ASSOCIATED, log, pace, _value)
+    reasons = _single(backend, history, REASON, log, pace, _value)
+    types: set[str] = set()
+    for x, y in _pairs(backend, history, RDF_TYPE, pace):
         if isinstance(x, NamedNode) and x.value.startswith(VERSION_PREFIX):
             if y != TOMBSTONE or x.value in types:
                 log.usable = False
-            types[x.value] = y
+            types.add(x.value)
     if not log.usable:
         return log
-    kept = []
-    for version, activity in activities.items():
+    versions: list[str] = []
+    resources: list[str] = []
+    acts: list[str] = []
+    for i, (version, activity) in enumerate(activities.items()):
+        if pace is not None and not i % 256:
+            pace()
         subject = subjects.get(version)
         if subject is None:
             continue  # no row in the SPARQL read either (the join needs both)
-        if not isinstance(activity, NamedNode):
+        if activity == _OTHER:
             log.usable = False
             return log
         if not version.startswith(VERSION_PREFIX):
             continue  # the SPARQL read skips it too (no time in its IRI)
-        hour = hours.get(activity.value)
+        hour = hours.get(activity)
         if hour is None:
             continue  # in no bucket
         token = version[len(VERSION_PREFIX) : len(VERSION_PREFIX) + _TOKEN]
         bucket = f"{token[0:4]}-{token[4:6]}-{token[6:8]}T{token[9:11]}"
-        if (
-            not isinstance(hour, Literal)
-            or hour.value != bucket
-            or hour.datatype.value != _XSD_STRING
-            or hour.language is not None
-            or not isinstance(subject, NamedNode)
-        ):
+        if hour != bucket or subject == _OTHER:  # _OTHER: not a plain literal, not an IRI
             log.usable = False
             return log
-        kept.append((version, subject.value, activity.value))
-    for version, subject, activity in _sorted(kept):
-        by, why = agents.get(activity), reasons.get(activity)
+        versions.append(version)
+        resources.append(subject)
+        acts.append(activity)
+    for i, at in enumerate(_order(versions)):
+        if pace is not None and not i % 256:
+            pace()
+        version, subject, activity = versions[at], resources[at], acts[at]
         log.add(
             version,
             subject,
-            None if by is None else by.value,
-            None if why is None else why.value,
+            agents.get(activity),
+            reasons.get(activity),
             deleted=version in types,
             activity=activity,
         )
