@@ -36,6 +36,10 @@ __all__ = ["OxigraphBackend"]
 _log = logging.getLogger(__name__)
 
 
+def _always() -> bool:
+    return True
+
+
 class OxigraphBackend(Backend):
     """A pyoxigraph ``Store``: in memory when ``path`` is None, else on disk.
 
@@ -136,8 +140,11 @@ class OxigraphBackend(Backend):
 
     def unchanged_since(self) -> Callable[[], bool] | None:
         """A check that no write began or ended from now until it is called: reads of
-        several index ranges made in between saw one state. None when a write is under way
-        now, or when the store may be written around this object (storage handed in)."""
+        several index ranges made in between saw one state (always, on a ``read_only``
+        backend). None when a write is under way now, or when the store may be written
+        around this object (storage handed in)."""
+        if self.read_only:
+            return _always
         if not self.exclusive_writer or self.writes_under_way:
             return None
         generation = self.generation

@@ -8,7 +8,6 @@ sees the data as of its opening (the write-ahead log included: every acknowledge
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,26 +35,20 @@ def indexed_store(store: RdfStore) -> Store | None:
     return backend.store if isinstance(backend, OxigraphBackend) else None
 
 
-#: The backends over a read-only open: nothing writes them, so each of their stores is one
-#: state (``reopen`` swaps in another store; a read holding the old one goes on with it).
-_FIXED: weakref.WeakSet[OxigraphBackend] = weakref.WeakSet()
-
-
-def _always() -> bool:
-    return True
-
-
 def unchanged_since(store: RdfStore) -> Callable[[], bool] | None:
     """For a reader of several index ranges of ``indexed_store(store)``: a check, made
-    after them, that they all saw one state (no write through ``store`` began or ended in
-    between). None when that cannot be known: a write is under way now, or ``store`` is
-    not embedded Oxigraph, or its storage was handed in and may be written around it."""
+    after them, that they all saw one state (``OxigraphBackend.unchanged_since``); None
+    when ``store`` is not embedded Oxigraph, or that cannot be known."""
     backend = store.backend
-    if not isinstance(backend, OxigraphBackend):
-        return None
-    if backend in _FIXED:
-        return _always
-    return backend.unchanged_since()
+    return backend.unchanged_since() if isinstance(backend, OxigraphBackend) else None
+
+
+class _ReadOnlyBackend(OxigraphBackend):
+    """An Oxigraph backend over a read-only open: every write raises, so each store it
+    reads is one state (``reopen`` swaps in another; a read holding the old one goes on
+    with it)."""
+
+    read_only = True
 
 
 def on_writes(store: RdfStore, callback: Callable[[int], None]) -> Callable[[], None]:
@@ -73,8 +66,7 @@ class ReadOnlyOpen:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self._backend = OxigraphBackend(store=Store.read_only(self.path))
-        _FIXED.add(self._backend)
+        self._backend = _ReadOnlyBackend(store=Store.read_only(self.path))
         self.store = RdfStore(self._backend)
 
     def reopen(self) -> None:
