@@ -234,6 +234,20 @@ def _written_around(store: RdfStore) -> str:
     return history_graph(KV).value
 
 
+def _many_written_around(store: RdfStore, n: int) -> None:
+    """``_written_around``, then ``n`` more versions (with no activity: not in the log), so
+    that reading the log whole takes a while."""
+    _written_around(store)
+    lines = "".join(
+        f"<urn:rdfmem:version:20260102T000000.{i:06d}Z-0badf00d-0-d1> "
+        f"<http://www.w3.org/ns/prov#specializationOf> <urn:y{i}> .\n"
+        for i in range(n)
+    )
+    store.sparql_update(
+        f"INSERT DATA {{ GRAPH <urn:rdfmem:history:urn:rdfmem:graph:store> {{ {lines} }} }}"
+    )
+
+
 def test_the_stores_own_writes_made_while_its_log_is_read_are_laid_over_it() -> None:
     store = RdfStore(history=True)
     since = now()
@@ -280,15 +294,7 @@ def test_a_log_read_while_a_write_around_rdfmem_lands_is_let_go() -> None:
 def test_writes_while_the_log_is_read_on_its_thread_keep_every_answer_right() -> None:
     store = RdfStore(history=True)
     since = now()
-    _written_around(store)
-    lines = "".join(
-        f"<urn:rdfmem:version:20260102T000000.{i:06d}Z-0badf00d-0-d1> "
-        f"<http://www.w3.org/ns/prov#specializationOf> <urn:y{i}> .\n"
-        for i in range(30_000)
-    )
-    store.sparql_update(
-        f"INSERT DATA {{ GRAPH <urn:rdfmem:history:urn:rdfmem:graph:store> {{ {lines} }} }}"
-    )
+    _many_written_around(store, 30_000)
     assert store._hub is not None
     store.changes_since(since)  # starts the read
     for i in range(30):
@@ -301,15 +307,7 @@ def test_writes_while_the_log_is_read_on_its_thread_keep_every_answer_right() ->
 def test_closing_stops_a_log_being_read_and_frees_the_files(tmp_path: Path) -> None:
     path = tmp_path / "store"
     store = RdfStore.open(path, history=True)
-    _written_around(store)
-    lines = "".join(
-        f"<urn:rdfmem:version:20260102T000000.{i:06d}Z-0badf00d-0-d1> "
-        f"<http://www.w3.org/ns/prov#specializationOf> <urn:y{i}> .\n"
-        for i in range(100_000)
-    )
-    store.sparql_update(
-        f"INSERT DATA {{ GRAPH <urn:rdfmem:history:urn:rdfmem:graph:store> {{ {lines} }} }}"
-    )
+    _many_written_around(store, 100_000)
     store.changes_since(now())  # starts the read on its thread
     reading = [t for t in threading.enumerate() if t.name == "rdfmem-change-log"]
     assert reading  # still reading 100,000 versions
