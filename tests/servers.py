@@ -334,6 +334,32 @@ def server(request: pytest.FixtureRequest) -> Server:
     return srv
 
 
+@pytest.fixture
+def two(server: Server) -> Iterator[tuple[RdfStore, RdfStore]]:
+    """Two clients of ``server`` keeping the change log: this test's and another one's."""
+    mine, theirs = server.connect(change_log=True), server.connect(change_log=True)
+    yield mine, theirs
+    mine.close()
+    theirs.close()
+
+
+def requests_of(store: RdfStore, call: Callable[[], Any]) -> tuple[int, Any]:
+    """How many requests the remote ``store``'s client sent during ``call()``, and its
+    answer."""
+    sent = [0]
+    client: httpx.Client = store.backend.client  # type: ignore[attr-defined]
+
+    def count(request: httpx.Request) -> None:
+        sent[0] += 1
+
+    client.event_hooks["request"].append(count)
+    try:
+        answer = call()
+    finally:
+        client.event_hooks["request"].remove(count)
+    return sent[0], answer
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",

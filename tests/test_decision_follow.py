@@ -5,22 +5,11 @@ a plain SPARQL client once the index is older than ``max_age_s`` (or forgotten).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
-import pytest
 from servers import Server
 
 from rdfmem import DecisionGraph, Edge, Node, RdfStore
 from rdfmem.store.indexes.graph_follow import GraphFollower, graph_follower
-
-
-@pytest.fixture
-def two(server: Server) -> Iterator[tuple[RdfStore, RdfStore]]:
-    mine, theirs = server.connect(change_log=True), server.connect(change_log=True)
-    yield mine, theirs
-    mine.close()
-    theirs.close()
 
 
 def ids(nodes: list[Node]) -> list[str]:

@@ -6,39 +6,11 @@ from what the write sent. Another client's write is still seen on the next call.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import httpx
-import pytest
 from pyoxigraph import NamedNode
-from servers import Server
+from servers import Server, requests_of
 
 from rdfmem import DecisionGraph, Memories, Memory, Node, RdfStore
 from rdfmem.store.indexes.follow_hub import hub_of
-
-
-def requests_of(store: RdfStore, call: object) -> tuple[int, object]:
-    """How many requests the client sent during ``call()``, and its answer."""
-    sent = [0]
-    client: httpx.Client = store.backend.client  # type: ignore[attr-defined]
-
-    def count(request: httpx.Request) -> None:
-        sent[0] += 1
-
-    client.event_hooks["request"].append(count)
-    try:
-        answer = call()  # type: ignore[operator]
-    finally:
-        client.event_hooks["request"].remove(count)
-    return sent[0], answer
-
-
-@pytest.fixture
-def two(server: Server) -> Iterator[tuple[RdfStore, RdfStore]]:
-    a, b = server.connect(change_log=True), server.connect(change_log=True)
-    yield a, b
-    a.close()
-    b.close()
 
 
 def test_a_client_alone_reads_back_none_of_its_writes(

@@ -6,37 +6,10 @@ the checks stay exact when another client wrote the same ids just before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import httpx
 import pytest
-from servers import Server
+from servers import requests_of
 
 from rdfmem import DecisionGraph, DecisionGraphError, Edge, Node, RdfStore
-
-
-def requests_of(store: RdfStore, call: object) -> int:
-    """How many requests the client sent during ``call()``."""
-    sent = [0]
-    client: httpx.Client = store.backend.client  # type: ignore[attr-defined]
-
-    def count(request: httpx.Request) -> None:
-        sent[0] += 1
-
-    client.event_hooks["request"].append(count)
-    try:
-        call()  # type: ignore[operator]
-    finally:
-        client.event_hooks["request"].remove(count)
-    return sent[0]
-
-
-@pytest.fixture
-def two(server: Server) -> Iterator[tuple[RdfStore, RdfStore]]:
-    a, b = server.connect(change_log=True), server.connect(change_log=True)
-    yield a, b
-    a.close()
-    b.close()
 
 
 def test_a_warm_add_node_and_add_edge_send_two_requests_each(
@@ -47,9 +20,11 @@ def test_a_warm_add_node_and_add_edge_send_two_requests_each(
     for i in range(3):  # warm: the client keeps its claim on the graph between writes
         graph.add_node(Node(id=f"w{i}", type="decision", label="warm"))
     counts = [
-        requests_of(store, lambda: graph.add_node(Node(id="a", type="goal", label="A"))),
-        requests_of(store, lambda: graph.add_node(Node(id="b", type="action", label="B"))),
-        requests_of(store, lambda: graph.add_edge(Edge(from_id="a", to_id="b", type="leads_to"))),
+        requests_of(store, lambda: graph.add_node(Node(id="a", type="goal", label="A")))[0],
+        requests_of(store, lambda: graph.add_node(Node(id="b", type="action", label="B")))[0],
+        requests_of(store, lambda: graph.add_edge(Edge(from_id="a", to_id="b", type="leads_to")))[
+            0
+        ],
     ]
     # Without the prefetch each was three: the claim's read, the check, the write.
     assert counts == [2, 2, 2]
