@@ -447,7 +447,8 @@ def bench_changes(versions: int, calls: int, folder: Path, per_hour: int) -> lis
     found: list[int] = []
 
     def window(i: int) -> None:
-        found.append(len(store.changes_since(starts[i], starts[i] + hour)))
+        at = starts[i % calls]
+        found.append(len(store.changes_since(at, at + hour)))
 
     def buckets(i: int) -> None:
         changes(store.backend, starts[i], starts[i] + hour, None, keys, None)
@@ -459,6 +460,24 @@ def bench_changes(versions: int, calls: int, folder: Path, per_hour: int) -> lis
         },
         calls,
     )
+    # The same reads back to back, ten times as many: what one process calling
+    # ``changes_since`` in a loop sees, the interpreter's own collections included (each
+    # call makes a ``Change`` a version; now and then that starts a full collection).
+    pauses: list[float] = []
+    began = [0.0]
+
+    def collected(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                began[0] = time.perf_counter()
+            else:
+                pauses.append(time.perf_counter() - began[0])
+
+    gc.callbacks.append(collected)
+    try:
+        looped = time_calls(window, 10 * calls)
+    finally:
+        gc.callbacks.remove(collected)
     log = version_index(store.indexes, history_graph(GRAPH).value).log
     assert log is not None and len(log) == versions, "the change log was not used"
     names = sum(sys.getsizeof(n) + 8 for n in log.names)
@@ -481,7 +500,16 @@ def bench_changes(versions: int, calls: int, folder: Path, per_hour: int) -> lis
         row("first call after opening (starts reading the log on its thread)", first, floor),
         row("calls while the log is read (the buckets answer)", while_read, floor),
         *(row(name, lat, floor) for name, lat in results.items()),
+        row("same, change log, back to back", looped, floor),
         row("first calls after closing and opening again (log saved)", again, floor),
+        "",
+        f"Back to back, {len(pauses)} full collections of the interpreter's objects "
+        f"(generation 2) fell inside the {looped.n:,} calls"
+        + (
+            f", {max(pauses) * 1e3:,.1f} ms the longest: the slowest calls are those."
+            if pauses
+            else "."
+        ),
         "",
         f"The log was in place {in_place:,.1f} s after the first call, read whole while "
         f"{len(during):,} calls were answered (calls made back to back: the reading thread "

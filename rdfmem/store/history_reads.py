@@ -93,7 +93,7 @@ class Version:
     key: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Change:
     """A version made in a ``changes_since`` window: ``subject`` of data graph ``graph``
     changed at ``at`` by ``by`` (why: ``why``); ``deleted`` when it was removed."""
