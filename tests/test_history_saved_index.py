@@ -86,3 +86,26 @@ def test_a_new_history_is_indexed_from_its_first_write(tmp_path: Path, on_disk: 
     assert store.get("k9", as_of=middle) == 4 and store.get("k9") is None
     assert [q for q in asked if "specializationOf" in q] == []
     store.close()
+
+
+def test_changes_since_after_reopening_reads_the_saved_log(tmp_path: Path) -> None:
+    store = RdfStore.open(tmp_path / "db", history=True)
+    start = dt.datetime.now(dt.timezone.utc)
+    fill(store)
+    before = [(c.version, c.key, c.deleted) for c in store.changes_since(start)]
+    store.close()
+    assert len(before) == 50 * 6 + 1  # six writes of each key, one deletion
+
+    # Taken back from the index file (read in place): no bucket is read, the same answer.
+    store = RdfStore.open(tmp_path / "db", history=True)
+    asked = counting(store)
+    assert [(c.version, c.key, c.deleted) for c in store.changes_since(start)] == before
+    assert [q for q in asked if "generatedAtTime" in q or "Bucket" in q] == []
+    # A write after opening is added to the log taken back, and saved with it at close.
+    store.set("k1", "later")
+    after = [(c.version, c.key, c.deleted) for c in store.changes_since(start)]
+    assert after[:-1] == before and after[-1][1:] == ("k1", False)
+    store.close()
+    store = RdfStore.open(tmp_path / "db", history=True)
+    assert [(c.version, c.key, c.deleted) for c in store.changes_since(start)] == after
+    store.close()

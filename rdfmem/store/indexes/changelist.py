@@ -15,6 +15,11 @@ read whole from the backend (``build``): it answers only while ``usable`` (no ve
 out of time order, every version of the shape rdfmem writes), else the caller reads the
 SPARQL buckets.
 
+Saved in an index file, its columns are pickled out of band (``__reduce_ex__``), so a log
+taken back at open is read in place from the mapped file: a first ``changes_since`` after
+opening reads only the rows of its window. The first change after opening (``add``,
+``remove``, ``cut``) copies the columns into arrays of its own (``_thaw``).
+
 >>> log = ChangeLog()
 >>> v = "urn:rdfmem:version:20260101T000000.000000Z-0a1b2c3d-0-d1"
 >>> log.add(v, "urn:s", "urn:agent:a", None, deleted=False, activity=None)
@@ -28,9 +33,11 @@ from __future__ import annotations
 
 import bisect
 import datetime as _dt
+import operator
+import pickle
 from array import array
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal, SupportsIndex
 
 from rdfmem.store.history import time_of_version
 
@@ -43,6 +50,17 @@ _TOKEN = len("20261123T231500.123456Z")
 _ACT = _TOKEN + 1 + 8  # time token, "-", 8 hex digits
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _HEX = frozenset("0123456789abcdef")
+
+#: Each column and its item type (``array`` type codes; ``B`` for the bytearrays).
+_COLUMNS: dict[str, Literal["q", "Q", "i", "B"]] = {
+    "times": "q",
+    "ends": "Q",
+    "subjects": "i",
+    "agents": "i",
+    "reasons": "i",
+    "blob": "B",
+    "flags": "B",
+}
 
 #: A change as ``window`` gives it: version IRI, activity IRI, resource, agent, reason,
 #: deleted, microseconds since 1970.
@@ -83,13 +101,14 @@ class ChangeLog:
     )
 
     def __init__(self) -> None:
-        self.times = array("q")
-        self.blob = bytearray()
-        self.ends = array("Q")
-        self.subjects = array("i")
-        self.agents = array("i")
-        self.reasons = array("i")
-        self.flags = bytearray()
+        # Arrays, or views of a mapped file in a log taken back (``__setstate__``).
+        self.times: Any = array("q")
+        self.blob: Any = bytearray()
+        self.ends: Any = array("Q")
+        self.subjects: Any = array("i")
+        self.agents: Any = array("i")
+        self.reasons: Any = array("i")
+        self.flags: Any = bytearray()
         self.names: list[str] = []
         self._ids: dict[str, int] | None = {}
         #: False once a version could not be kept as the SPARQL read would report it.
@@ -98,18 +117,43 @@ class ChangeLog:
     def __getstate__(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__ if k != "_ids"}
 
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+        state = self.__getstate__()
+        if operator.index(protocol) >= 5:
+            # Out of band where the pickler takes buffers (the index file: mapped back at
+            # open and read in place), else in band as bytes.
+            for key in _COLUMNS:
+                state[key] = pickle.PickleBuffer(state[key])
+        return (_restored, (state,))
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         for key, value in state.items():
+            code = _COLUMNS.get(key)
+            if code is not None and not isinstance(value, bytearray if code == "B" else array):
+                # Bytes or a view of a mapped file: read in place until the first change.
+                value = memoryview(value).cast("B").cast(code)
             setattr(self, key, value)
         self._ids = None  # made again when a version is next added
+
+    def _thaw(self) -> None:
+        # Columns of this log's own, for a change (a log taken back holds views).
+        if isinstance(self.times, array):
+            return
+        for key, code in _COLUMNS.items():
+            view = memoryview(getattr(self, key)).cast("B")
+            if code == "B":
+                setattr(self, key, bytearray(view))
+            else:
+                column = array(code)
+                column.frombytes(view)
+                setattr(self, key, column)
 
     def __len__(self) -> int:
         return len(self.times)
 
     def nbytes(self) -> int:
         """The bytes of the columns (the names table not counted)."""
-        columns = (self.times, self.ends, self.subjects, self.agents, self.reasons)
-        return len(self.blob) + len(self.flags) + sum(c.itemsize * len(c) for c in columns)
+        return sum(memoryview(getattr(self, key)).nbytes for key in _COLUMNS)
 
     def _id(self, name: str | None) -> int:
         if name is None:
@@ -138,6 +182,7 @@ class ChangeLog:
         another shape, makes the log unusable."""
         if not self.usable:
             return
+        self._thaw()
         tail = version[_CUT:]
         at = _version_micros(version)
         if (
@@ -162,6 +207,7 @@ class ChangeLog:
 
     def remove(self, versions: set[str]) -> None:
         """Mark these versions removed (a compaction, a retention)."""
+        self._thaw()
         for version in versions:
             at = _version_micros(version)
             if at is None:
@@ -188,7 +234,7 @@ class ChangeLog:
             end = ends[i]
             flag = flags[i]
             if not flag & 2:
-                tail = blob[begin:end].decode("ascii")
+                tail = str(blob[begin:end], "ascii")
                 by, why = agents[i], reasons[i]
                 yield (
                     _VERSION + tail,
@@ -205,6 +251,7 @@ class ChangeLog:
         """Take off the versions made at ``low`` (microseconds) or later, and return those
         not removed (``window``'s rows): the end of a log read whole, to lay the store's
         own writes of that time over it."""
+        self._thaw()
         start = bisect.bisect_left(self.times, low)
         rows = list(self.window(low, 2**62))
         if start < len(self.times):
@@ -213,3 +260,9 @@ class ChangeLog:
                 del column[start:]
             del self.flags[start:]
         return rows
+
+
+def _restored(state: dict[str, Any]) -> ChangeLog:
+    log = ChangeLog.__new__(ChangeLog)
+    log.__setstate__(state)
+    return log
