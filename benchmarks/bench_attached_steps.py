@@ -5,7 +5,8 @@ nodes (``workload.preload_rdfmem``), and runs ``--turns`` turns (``workload.rdfm
 Then a child process opens the same folder (it attaches to this one) and runs as many
 turns, while this one idles. Each side times every step of every turn, the first ones
 included: the table gives the median, p99 and slowest of each step, side by side, with
-the attached ÷ owner ratio of the medians.
+the attached ÷ owner ratio of the medians, and the requests each step of the attached
+process sent to the owner (median).
 
 Run: ``python benchmarks/bench_attached_steps.py [--quick] [--size 5000 --turns 60]``;
 prints the table (nothing is written). A shared machine: compare runs side by side
@@ -31,16 +32,41 @@ from rdfmem import RdfStore
 Figures = dict[str, list[float]]
 
 
+class _Counted(dict[str, list[float]]):
+    """Step timings (``workload.rdfmem_turn`` appends each step's seconds through
+    ``setdefault`` right after the step) that also note the requests each step sent to
+    the owner, in ``requests``."""
+
+    def __init__(self, backend: object) -> None:
+        super().__init__()
+        self.backend = backend
+        self.seen = self.sent()
+        self.requests: dict[str, list[float]] = {}
+
+    def sent(self) -> int:
+        return int(getattr(self.backend, "requests_sent", 0))
+
+    def setdefault(self, name: str, default: list[float] | None = None) -> list[float]:
+        now = self.sent()
+        self.requests.setdefault(name, []).append(float(now - self.seen))
+        self.seen = now
+        return super().setdefault(name, [] if default is None else default)
+
+
 def run_turns(store: RdfStore, turns: int, seed: int, first: int) -> Figures:
-    """Seconds of each step (and of the whole turn) of ``turns`` turns."""
-    parts: Figures = {}
+    """Seconds of each step (and of the whole turn) of ``turns`` turns, and the requests
+    each step sent to the owner (``requests:<step>``; none for the owner itself)."""
+    parts = _Counted(store.backend)
     turn = rdfmem_turn(store, random.Random(seed), parts)
     totals: list[float] = []
     for i in range(first, first + turns):
+        parts.seen = parts.sent()
         start = time.perf_counter()
         turn(i)
         totals.append(time.perf_counter() - start)
-    return {**parts, "turn": totals}
+    requests = {f"requests:{k}": v for k, v in parts.requests.items()}
+    requests["requests:turn"] = [float(sum(r)) for r in zip(*parts.requests.values(), strict=True)]
+    return {**parts, "turn": totals, **requests}
 
 
 def _p99(values: list[float]) -> float:
@@ -51,8 +77,8 @@ def _p99(values: list[float]) -> float:
 def table(owner: Figures, attached: Figures) -> str:
     lines = [
         "| step | owner p50 | attached p50 | attached ÷ owner | owner p99 | attached p99 "
-        "| owner slowest | attached slowest |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| owner slowest | attached slowest | attached requests (median) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in (*PARTS, "turn"):
         own, att = owner[name], attached[name]
@@ -61,7 +87,10 @@ def table(owner: Figures, attached: Figures) -> str:
         tail = [_p99(own), _p99(att), max(own), max(att)]
         ms = [f"{v * 1000:.2f}" for v in cells]
         rest = [f"{v * 1000:.2f}" for v in tail]
-        lines.append(f"| {name} | {ms[0]} | {ms[1]} | {ratio:.2f}x | " + " | ".join(rest) + " |")
+        sent = statistics.median(attached.get(f"requests:{name}", [0.0]))
+        lines.append(
+            f"| {name} | {ms[0]} | {ms[1]} | {ratio:.2f}x | " + " | ".join(rest) + f" | {sent:g} |"
+        )
     return "\n".join(lines)
 
 

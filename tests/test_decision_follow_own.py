@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from rdfmem import DecisionGraph, Node, RdfStore
-from rdfmem.backends.attached import AttachedBackend
+from rdfmem.backends.attached import AttachedBackend, is_update
 from rdfmem.core.errors import DecisionGraphError
 
 Trio = tuple[RdfStore, RdfStore, RdfStore, list[str]]
@@ -31,8 +31,7 @@ def trio(tmp_path: Path) -> Iterator[Trio]:
     sent: list[str] = []
 
     def note(request: httpx.Request) -> None:
-        body = bytes(request.content)
-        sent.append("update" if body.startswith(b"update=") else "query")
+        sent.append("update" if is_update(request) else "query")
 
     attached.backend.client.event_hooks["request"].append(note)
     try:
@@ -92,7 +91,7 @@ def _between(attached: RdfStore, write: Callable[[], None]) -> Callable[[httpx.R
     done: list[bool] = []
 
     def hook(request: httpx.Request) -> None:
-        if not done and bytes(request.content).startswith(b"update="):
+        if not done and is_update(request):
             done.append(True)
             write()
 

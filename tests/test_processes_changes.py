@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from rdfmem import DecisionGraph, Memories, Memory, Node, RdfStore
-from rdfmem.backends.attached import AttachedBackend
+from rdfmem.backends.attached import AttachedBackend, is_update
 from rdfmem.backends.journal_mark import MARK_NAME, MarkReader, MarkWriter
 from rdfmem.backends.unixhttp import UnixHTTPTransport
 from rdfmem.core.errors import DecisionGraphError
@@ -33,8 +33,7 @@ def pair(tmp_path: Path) -> Iterator[tuple[RdfStore, RdfStore, list[str]]]:
     sent: list[str] = []
 
     def note(request: httpx.Request) -> None:
-        body = bytes(request.content)
-        kind = "update" if body.startswith(b"update=") else "query"
+        kind = "update" if is_update(request) else "query"
         sent.append("changes" if request.url.path == "/changes" else kind)
 
     attached.backend.client.event_hooks["request"].append(note)

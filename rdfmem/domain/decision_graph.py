@@ -109,7 +109,8 @@ class DecisionGraph(DecisionReader):
                 return
             index = follower.fresh(self.graph, self._read_whole, self._read_some)
             before, sent = follower.cursor, self._sent
-            yield index
+            with follower.applied():  # its answer need not carry what the index is told
+                yield index
             if self._sent == sent + 1:  # one request: the only write it may call its own
                 follower.wrote(self.graph, before)
 

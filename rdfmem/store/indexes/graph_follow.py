@@ -33,6 +33,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from rdfmem.backends.sparql.client import SparqlBackend
@@ -123,6 +124,14 @@ class GraphFollower(Following):
         """True when this process keeps an index of ``graph`` (read at least once) that
         the log keeps exact, and counts writes one by one (``wrote`` can tell its own)."""
         return graph in self.sets and self._journaled() and _counted(self.cursor)
+
+    def applied(self) -> AbstractContextManager[Any]:
+        """A block whose writes their writer applies to this follower's index itself
+        (``DecisionGraph``): a process attached to an on-disk store then asks the owner
+        not to send back the triples of the subjects they change
+        (``AttachedBackend.applied_here``); nothing changes elsewhere."""
+        applied = getattr(self.backend, "applied_here", None)
+        return applied() if applied is not None else nullcontext()
 
     def wrote(self, graph: str, before: Any) -> None:
         """This process's write to ``graph`` succeeded and its change is applied to the
