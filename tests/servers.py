@@ -119,6 +119,19 @@ class Server:
         """Remove every graph the tests wrote."""
         raise NotImplementedError
 
+    def rows(self, sparql: str) -> list[dict[str, Any]]:
+        """The SPARQL JSON bindings of a SELECT, asked straight from the server (no rdfmem
+        client on the way: what any other program reads)."""
+        response = httpx.post(
+            self.query_url,
+            data={"query": sparql},
+            headers={"Accept": "application/sparql-results+json"},
+            timeout=60,
+        )
+        response.raise_for_status()
+        rows: list[dict[str, Any]] = response.json()["results"]["bindings"]
+        return rows
+
     def connect(self, **options: Any) -> RemoteStore:
         return RemoteStore.connect(self.query_url, self.update_url, **options)
 

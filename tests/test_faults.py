@@ -36,9 +36,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from conftest import need
 from faultproxy import FaultProxy
@@ -191,18 +189,6 @@ def _restarts(server: Server, stop: threading.Event, seed: int, every_s: float) 
     return times
 
 
-def _rows(server: Server, sparql: str) -> list[dict[str, Any]]:
-    response = httpx.post(
-        server.query_url,
-        data={"query": sparql},
-        headers={"Accept": "application/sparql-results+json"},
-        timeout=60,
-    )
-    response.raise_for_status()
-    rows: list[dict[str, Any]] = response.json()["results"]["bindings"]
-    return rows
-
-
 @pytest.mark.faults
 @pytest.mark.server
 @pytest.mark.slow
@@ -272,8 +258,7 @@ def test_no_acknowledged_write_is_lost_or_doubled_under_faults(
         )
 
         values: dict[str, list[int]] = {}
-        for row in _rows(
-            server,
+        for row in server.rows(
             "SELECT ?s ?v WHERE { GRAPH <urn:rdfmem:graph:store> { ?s <urn:rdfmem:store:value> ?v } }",
         ):
             key = row["s"]["value"].rsplit(":", 1)[-1]
@@ -293,9 +278,8 @@ def test_no_acknowledged_write_is_lost_or_doubled_under_faults(
             got = values.get(key, [0])[0]
             low, high = tally.acked_incs[key], tally.acked_incs[key] + tally.unsure_incs[key]
             assert low <= got <= high, (key, got, low, high, report)
-        assert not _rows(server, "SELECT * WHERE { GRAPH <urn:rdfmem:graph:leases> { ?s ?p ?o } }")
-        assert not _rows(
-            server,
+        assert not server.rows("SELECT * WHERE { GRAPH <urn:rdfmem:graph:leases> { ?s ?p ?o } }")
+        assert not server.rows(
             "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
             'FILTER(STRSTARTS(STR(?g), "urn:rdfmem:graph:staging:")) }',
         )

@@ -22,20 +22,14 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
-from conftest import need
 from faultproxy import FaultProxy
-from servers import OxigraphServer, Server, VirtuosoServer
+from servers import Server
 
 from rdfmem import BackingError, LeaseDenied, LeaseExpired, QueryError, RdfStore, Unreachable
 
@@ -58,22 +52,6 @@ class Tally:
     sent: dict[str, set[int]] = field(default_factory=dict)  # every value tried
     outcomes: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-@pytest.fixture(scope="module", params=["oxigraph", "virtuoso"])
-def history_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Server]:
-    """A server for this module alone."""
-    kind: type[Server] = OxigraphServer if request.param == "oxigraph" else VirtuosoServer
-    tool = "oxigraph" if request.param == "oxigraph" else "virtuoso-t"
-    need(shutil.which(tool) is not None, f"the {tool} server")
-    server = kind(tmp_path_factory.mktemp(f"history-faults-{request.param}"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _worker(number: int, store: RdfStore, ops: int, tally: Tally, seed: int) -> None:
@@ -102,26 +80,10 @@ def _worker(number: int, store: RdfStore, ops: int, tally: Tally, seed: int) -> 
                 tally.acked.setdefault(key, []).append(value)
 
 
-def _rows(server: Server, sparql: str) -> list[dict[str, Any]]:
-    response = httpx.post(
-        server.query_url,
-        data={"query": sparql},
-        headers={"Accept": "application/sparql-results+json"},
-        timeout=60,
-    )
-    response.raise_for_status()
-    rows: list[dict[str, Any]] = response.json()["results"]["bindings"]
-    return rows
-
-
 @pytest.mark.faults
 @pytest.mark.server
 @pytest.mark.slow
-def test_every_applied_write_leaves_one_version_under_faults(
-    history_server: Server, tmp_path: Path
-) -> None:
-    server = history_server
-    server.wipe()
+def test_every_applied_write_leaves_one_version_under_faults(server: Server) -> None:
     seed = SEED + (0 if server.name == "oxigraph" else 1000)
     tally = Tally()
     proxies = [
@@ -174,14 +136,12 @@ def test_every_applied_write_leaves_one_version_under_faults(
             assert checker.get(key) == (kept[-1] if kept else None), (key, report)
         # A chain per resource: no version is revised twice (no fork), and every resource
         # has one first version (no gap: each later one names its predecessor).
-        forks = _rows(
-            server,
+        forks = server.rows(
             f"SELECT ?old (COUNT(?v) AS ?n) WHERE {{ GRAPH ?h {{ ?v <{PROV}wasRevisionOf> ?old }} }} "
             "GROUP BY ?old HAVING (COUNT(?v) > 1)",
         )
         assert forks == [], (forks, report)
-        firsts = _rows(
-            server,
+        firsts = server.rows(
             f"SELECT ?s (COUNT(?v) AS ?n) WHERE {{ GRAPH ?h {{ ?v <{PROV}specializationOf> ?s "
             f"FILTER NOT EXISTS {{ ?v <{PROV}wasRevisionOf> ?old }} }} }} GROUP BY ?s",
         )
