@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import random
 
 from rdfmem.store.indexes.keywords import KeywordSet, tokenize
@@ -65,3 +66,41 @@ def test_an_index_kept_by_many_writes_answers_as_one_built_at_once() -> None:
         a, b = kept.search(query, 20), fresh.search(query, 20)
         assert [s for _, s, _ in a] == [s for _, s, _ in b]
         assert [round(x, 4) for _, _, x in a] == [round(x, 4) for _, _, x in b]
+
+
+def test_a_rebuild_leaves_the_index_that_puts_one_by_one_leave() -> None:
+    rng = random.Random(9)
+    words = [f"w{i}" for i in range(80)] + ["the", "Tea", "café", "x2y"]
+    entries = [
+        (
+            "urn:g",
+            f"urn:s{rng.randrange(900)}",
+            " ".join(rng.choices(words, k=rng.randrange(0, 15))),
+        )
+        for _ in range(1_500)
+    ]  # keys given more than once: the later text wins
+    built, put = KeywordSet(("urn:g",), "t"), KeywordSet(("urn:g",), "t")
+    built.put("urn:g", "urn:old", "gone after the rebuild")
+    built.rebuild(entries)
+    for graph, subject, text in entries:
+        put.put(graph, subject, text)
+
+    def same() -> None:
+        assert len(built) == len(put)
+        assert ("urn:g", "urn:old") not in built
+        for query in ("w1 w2", "w7 tea", "cafe", "x2y w79", "gone", "nothing"):
+            assert built.search(query, 30) == put.search(query, 30)
+
+    same()
+    built = pickle.loads(pickle.dumps(built, protocol=5))  # saved beside a store, taken back
+    same()
+    # And it goes on as the other does: replacements, removals, new texts.
+    for n in range(400):
+        subject = f"urn:s{rng.randrange(1_000)}"
+        if n % 3 == 0:
+            assert built.remove("urn:g", subject) == put.remove("urn:g", subject)
+        else:
+            text = " ".join(rng.choices(words, k=rng.randrange(1, 10)))
+            built.put("urn:g", subject, text)
+            put.put("urn:g", subject, text)
+    same()

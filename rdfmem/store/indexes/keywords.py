@@ -388,10 +388,49 @@ class KeywordSet:
         return self._live
 
     def rebuild(self, entries: Iterable[tuple[str, str, str]]) -> None:
-        """Replace every text with ``(graph, subject, text)`` entries (a later one wins)."""
+        """Replace every text with ``(graph, subject, text)`` entries (a later one wins).
+
+        The state ``put`` would leave, one entry after another (a key given twice keeps
+        the slot of its first text, as ``put`` reuses the slot it frees), made in one pass:
+        no slot is freed, no posting is stale, so nothing is removed or purged, and each
+        word's postings are made once from lists (a first read of 10,000 texts: about
+        half the time of as many ``put``s)."""
         self.clear()
+        latest: dict[Key, str] = {}
         for graph, subject, text in entries:
-            self.put(graph, subject, text)
+            latest[(graph, subject)] = text
+        count = len(latest)
+        capacity = 64
+        while capacity < count:
+            capacity *= 2
+        length = np.zeros(capacity, dtype=np.float32)
+        words: dict[str, tuple[list[int], list[float]]] = {}
+        df: Counter[str] = Counter()
+        for doc, (key, text) in enumerate(latest.items()):
+            counts = Counter(tokenize(text))
+            self._keys.append(key)
+            self._words.append(tuple(counts))
+            length[doc] = sum(counts.values())
+            df.update(counts.keys())
+            for word, n in counts.items():
+                found = words.get(word)
+                if found is None:
+                    found = words[word] = ([], [])
+                found[0].append(doc)
+                found[1].append(n)
+        for word, (docs, ns) in words.items():
+            postings = self._postings[word] = _Postings()
+            postings.docs = array("q", docs)
+            postings.stamps = array("q", bytes(8 * len(docs)))
+            postings.counts = array("f", ns)
+        self._length = length
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._alive[:count] = True
+        self._stamp = np.zeros(capacity, dtype=np.int64)
+        self._doc_found = {key: doc for doc, key in enumerate(latest)}
+        self._df_found = df
+        self._live = count
+        self._total = float(length[:count].sum(dtype=np.float64))
 
     def put(self, graph: str, subject: str, text: str) -> None:
         """Add or replace the text of ``subject`` in ``graph``."""
