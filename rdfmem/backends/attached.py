@@ -31,6 +31,8 @@ becomes the owner (serving the others), or, when another process got there first
 for that one's socket. A request is sent again only when it cannot have been run: the
 connection was refused, or the closing owner answered ``503 closing``. An update whose
 answer was lost with a killed owner raises ``Unreachable`` (it may have been applied).
+The new owner runs the queries others send with a time limit as the first one did
+(``guard_owned_reads``: in its query sandbox, reading the files it opened).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,7 @@ from rdfmem.backends.owner import (
     SINCE_PARAM,
     TSV,
     VALUES_PARAM,
+    Guarded,
     reachable,
     socket_path,
 )
@@ -136,6 +139,8 @@ class AttachedBackend(SparqlBackend):
         self.wait_s = wait_s
         self._owned: Any = None  # the OxigraphBackend this process opened on takeover
         self._takeover = threading.Lock()
+        #: Makes the guard of the backend opened on takeover (``guard_owned_reads``).
+        self._guard_of: Callable[[Backend], Guarded] | None = None
         self._declarations = Declarations()  # what this thread's updates change
         self._replica = Replica()  # the journal's notes this process holds
         self._applying = threading.local()  # ``applied_here`` blocks of each thread
@@ -351,6 +356,16 @@ class AttachedBackend(SparqlBackend):
         """The subjects' record locks, shared with the owner and every attached process."""
         return self._locks.exclusive(subjects)
 
+    def guard_owned_reads(self, guard_of: Callable[[Backend], Guarded]) -> None:
+        """Once this process owns the store (now, or when it takes it over), queries other
+        processes send with a time limit run through ``guard_of(owned)``, ``owned`` being
+        the backend it opened (``OxigraphBackend.guard_reads``). ``guard_of`` must read
+        ``owned`` itself: this backend's requests go to the socket its guard serves."""
+        with self._takeover:
+            self._guard_of = guard_of
+            if self._owned is not None:
+                self._owned.guard_reads(guard_of(self._owned))
+
     def reattach(self) -> None:
         """Make sure someone serves the store: become its owner when nobody holds its files,
         else wait for the holder's socket.
@@ -366,11 +381,15 @@ class AttachedBackend(SparqlBackend):
             deadline = time.monotonic() + self.wait_s
             while not reachable(self.socket):
                 try:
-                    self._owned = OxigraphBackend(self.path)
-                    return
+                    owned = OxigraphBackend(self.path)
                 except StoreAlreadyOpen:
                     if time.monotonic() >= deadline:
                         raise self._not_served() from None
+                else:
+                    if self._guard_of is not None:
+                        owned.guard_reads(self._guard_of(owned))
+                    self._owned = owned
+                    return
                 time.sleep(0.02)
 
     def _await_owner(self) -> None:

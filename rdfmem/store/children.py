@@ -21,12 +21,20 @@ import struct
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from rdfmem.backends.base import Backend
 from rdfmem.core.errors import RdfMemError
-from rdfmem.store.rdfstore import RdfStore
 
-__all__ = ["HEADER", "PIPE_ROOM", "Child", "close_sockets", "fork_child", "write_all"]
+__all__ = [
+    "HEADER",
+    "PIPE_ROOM",
+    "Child",
+    "ReadSource",
+    "close_sockets",
+    "fork_child",
+    "write_all",
+]
 
 #: The length prefix of every request and answer.
 HEADER = struct.Struct("!Q")
@@ -36,6 +44,20 @@ PIPE_ROOM = 60 << 10
 #: Held from creating a child's pipes to closing their child ends in the parent: a child
 #: forked by another thread in between would hold them open.
 _FORKING = threading.Lock()
+
+
+class ReadSource(Protocol):
+    """What the children read: an ``RdfStore``, or a view of one backend (the store a
+    process took over: ``rdfmem.store.owner_reads``). A job is called with it."""
+
+    @property
+    def backend(self) -> Backend:
+        """Where a job reads (in the child, as it was at the fork)."""
+
+    @property
+    def generation(self) -> int:
+        """The write counter of everything the children read: a child forked before it
+        moved is retired."""
 
 
 @dataclass
@@ -58,7 +80,7 @@ class Child:
             os.waitpid(self.pid, 0)
 
 
-def fork_child(store: RdfStore, memory_cap: int, generation: int) -> Child:
+def fork_child(store: ReadSource, memory_cap: int, generation: int) -> Child:
     """A new child answering reads of ``store`` (as it is now), its address space capped at
     its size now plus ``memory_cap``."""
     with _FORKING:
@@ -111,7 +133,7 @@ class _Requests:  # pragma: no cover - runs in the child
 
 
 def _child_main(
-    store: RdfStore, cap: int, requests: int, answers: int, parent_ends: tuple[int, int]
+    store: ReadSource, cap: int, requests: int, answers: int, parent_ends: tuple[int, int]
 ) -> None:  # pragma: no cover - runs in the child
     code = 1
     try:

@@ -7,6 +7,12 @@ owns the store sends its query to the owner (``rdfmem.backends.owner``) with a t
 the limit and capped in memory, so a runaway query from a terminal cannot stall the agent
 that owns the memory. The library's own reads from attached processes carry no limit and
 run as before.
+
+After a takeover (the owner exited or was killed, and an attached process opened the
+store's files: ``AttachedBackend.reattach``), the new owner guards the queries sent to it
+the same way: its sandbox's children read the backend it opened (``_Owned``), never its
+socket (which would send the query back to the process they guard), and are retired when
+that backend's write generation moves (the other processes write through it too).
 """
 
 from __future__ import annotations
@@ -16,14 +22,16 @@ from typing import Any
 
 from pyoxigraph import NamedNode
 
+from rdfmem.backends.base import Backend
 from rdfmem.core.errors import TimedOut
+from rdfmem.store.children import ReadSource
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["OwnerReads", "guard_owner_reads", "limit_sent_queries"]
 
 
 def _serialised_answer(
-    store: RdfStore, sparql: str, default: list[str], named: list[str]
+    store: ReadSource, sparql: str, default: list[str], named: list[str]
 ) -> tuple[str, bytes]:
     """The job a sandbox child runs: the owner's answer to one query."""
     from rdfmem.backends.owner import serialised
@@ -36,10 +44,23 @@ def _serialised_answer(
     return serialised(result)
 
 
+class _Owned:
+    """The backend a process took over, as the sandbox reads it: its children query it
+    where they run, and its own write generation retires them (an ``RdfStore`` over it
+    would add a second index hub, whose ``close`` saves an empty index set)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    @property
+    def generation(self) -> int:
+        return self.backend.generation
+
+
 class OwnerReads:
     """``OwnerServer.guarded`` for ``store``: a sandbox made at the first guarded query."""
 
-    def __init__(self, store: RdfStore, memory_cap: int | None = None) -> None:
+    def __init__(self, store: ReadSource, memory_cap: int | None = None) -> None:
         self.store = store
         self.memory_cap = memory_cap
         self._sandbox: Any = None
@@ -74,11 +95,22 @@ class OwnerReads:
 
 
 def guard_owner_reads(store: RdfStore) -> None:
-    """When ``store``'s process owns it and serves it to others, run the queries they send
-    with a time limit through the sandbox (see the module docstring)."""
+    """When ``store``'s process owns it and serves it to others, or once it takes it over,
+    run the queries they send with a time limit through the sandbox (see the module
+    docstring)."""
+    on_takeover = getattr(store.backend, "guard_owned_reads", None)
+    if on_takeover is not None:  # attached: guards the backend it opens on takeover
+        on_takeover(_guard_of)
+        return
     guard = getattr(store.backend, "guard_reads", None)
     if guard is not None:
         guard(OwnerReads(store))
+
+
+def _guard_of(owned: Backend) -> OwnerReads:
+    """The guard of the backend a process opened on takeover (a sandbox at its first
+    guarded query; none before)."""
+    return OwnerReads(_Owned(owned))
 
 
 def limit_sent_queries(store: RdfStore, seconds: float) -> None:

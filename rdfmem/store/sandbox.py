@@ -43,7 +43,15 @@ from typing import Any
 
 from rdfmem.core.errors import ChildFailed, TimedOut
 from rdfmem.store.batches import Batches
-from rdfmem.store.children import HEADER, PIPE_ROOM, Child, close_sockets, fork_child, write_all
+from rdfmem.store.children import (
+    HEADER,
+    PIPE_ROOM,
+    Child,
+    ReadSource,
+    close_sockets,
+    fork_child,
+    write_all,
+)
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["DEFAULT_MEMORY_CAP", "Sandbox", "close_sockets"]
@@ -63,7 +71,8 @@ class Sandbox:
     """A pool of forked children answering reads of ``store`` (see the module docstring).
 
     Args:
-        store: the store the children read, as it was when each was forked.
+        store: the store the children read, as it was when each was forked (an
+            ``RdfStore``, or a view of the backend a process took over: ``ReadSource``).
         size: children kept idle at most (callers of ``run`` beyond it get a child of their
             own, ended after their job); children working at once for an event loop.
         memory_cap: bytes a child may allocate beyond its size at the fork.
@@ -73,7 +82,7 @@ class Sandbox:
 
     def __init__(
         self,
-        store: RdfStore,
+        store: ReadSource,
         *,
         size: int = 4,
         memory_cap: int = DEFAULT_MEMORY_CAP,
@@ -168,13 +177,16 @@ class Sandbox:
         ``max_waiting`` reads waiting).
         """
         loop = asyncio.get_running_loop()
+        store = self.store
+        if not isinstance(store, RdfStore):  # ``batches.py`` forks from a whole store
+            raise ChildFailed("reads from an event loop need a sandbox over an RdfStore")
         batches = self._batches
         if batches is None or batches.loop is not loop:
             if batches is not None:
                 batches.close()
                 self._forks += batches.forks
             batches = self._batches = Batches(
-                self.store,
+                store,
                 self.memory_cap,
                 loop,
                 size=self.size,
