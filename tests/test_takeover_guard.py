@@ -103,10 +103,8 @@ class Taker:
         self.process.stdin.flush()
 
 
-@pytest.fixture
-def taker(store_path: str) -> Iterator[Taker]:
-    """A process that attached to the store while another owned it, and then took it over
-    when that owner was killed."""
+def _holder(store_path: str) -> subprocess.Popen[str]:
+    """A process that opens the store first (its owner), once it says it is ready."""
     owner = subprocess.Popen(
         [sys.executable, "-c", HOLDER, store_path],
         stdin=subprocess.PIPE,
@@ -115,6 +113,14 @@ def taker(store_path: str) -> Iterator[Taker]:
         env=_env(),
     )
     assert owner.stdout is not None and owner.stdout.readline().strip() == "ready"
+    return owner
+
+
+@pytest.fixture
+def taker(store_path: str) -> Iterator[Taker]:
+    """A process that attached to the store while another owned it, and then took it over
+    when that owner was killed."""
+    owner = _holder(store_path)
     taker = Taker(store_path)
     try:
         assert taker.answer() == {"owner": False}  # attached
@@ -208,14 +214,7 @@ def test_the_new_owners_query_process_reads_every_process_writes(
 
 
 def test_a_process_that_never_takes_over_runs_no_query_process(store_path: str) -> None:
-    owner = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, store_path],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
-    assert owner.stdout is not None and owner.stdout.readline().strip() == "ready"
+    owner = _holder(store_path)
     attached = Taker(store_path)
     try:
         assert attached.answer() == {"owner": False}
