@@ -146,13 +146,33 @@ def summary(times: list[float]) -> dict[str, float]:
 
 
 def step_rows(steps: Steps, skip: int) -> list[str]:
-    """One row per step: p50 ms and mean requests over the turns after the first ``skip``
-    (the first turn reads every graph whole: it is in the tables above, not here)."""
+    """One row per step: p50 and mean ms and mean requests over the turns after the first
+    ``skip`` (the first turn reads every graph whole: it is in the tables above, not
+    here), and the seconds it took over every turn, the first included."""
     rows = []
     for name in STEPS:
         kept = steps[name][skip:] or steps[name]
         ms = statistics.median(t for t, _ in kept) * 1e3
-        rows.append(f"| {name} | {ms:.1f} | {statistics.mean(n for _, n in kept):.1f} |")
+        mean = statistics.mean(t for t, _ in kept) * 1e3
+        total = sum(t for t, _ in steps[name])
+        rows.append(
+            f"| {name} | {ms:.1f} | {mean:.1f} | {statistics.mean(n for _, n in kept):.1f} "
+            f"| {total:.2f} |"
+        )
+    return rows
+
+
+def slowest_rows(times: list[float], steps: Steps, count: int = 5) -> list[str]:
+    """The ``count`` slowest turns: which turn, its ms, and its steps that took 10 ms or
+    more (ms / requests): where the tail comes from."""
+    rows = []
+    for i in sorted(range(len(times)), key=lambda i: -times[i])[:count]:
+        slow = [
+            f"{name} {steps[name][i][0] * 1e3:.0f} / {steps[name][i][1]}"
+            for name in STEPS
+            if steps[name][i][0] >= 0.01
+        ]
+        rows.append(f"| {i + 1} | {times[i] * 1e3:.0f} | {', '.join(slow)} |")
     return rows
 
 
@@ -217,11 +237,20 @@ def run(stored: int, turns: int, rounds: int) -> list[str]:
         + ", ".join(f"{name} {o}" for name, (_, _, o) in looks.items())
         + ".",
         "",
-        "Steps of the graph-followed client, every turn but its first (p50 ms, mean requests):",
+        "Steps of the graph-followed client, every turn but its first (p50 and mean ms, "
+        "mean requests), and each step's seconds over every turn:",
         "",
-        "| step | p50 ms | requests |",
-        "|---|---|---|",
+        "| step | p50 ms | mean ms | requests | s, all turns |",
+        "|---|---|---|---|---|",
         *step_rows(steps["followed"], 1),
+        "",
+        f"Slowest turns of the graph-followed client (turn n of {len(times['followed'])}, "
+        "its ms, its steps of 10 ms or more: ms / requests). A round's first turn catches up "
+        "with the other client's round (the change log) and meets its kept lease claims:",
+        "",
+        "| turn | ms | slow steps |",
+        "|---|---|---|",
+        *slowest_rows(times["followed"], steps["followed"]),
         "",
     ]
 

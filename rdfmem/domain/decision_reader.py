@@ -41,6 +41,7 @@ from rdfmem.domain.decision_models import (
     node_from_row,
 )
 from rdfmem.domain.embeddings import PATCH_LIMIT
+from rdfmem.domain.node_copies import NodeCopies
 from rdfmem.store.history_reads import Version
 from rdfmem.store.indexes import GraphIndex, IndexHub
 from rdfmem.store.indexes.graph_follow import NodeRow, graph_follower, patch_subjects
@@ -72,6 +73,8 @@ class DecisionReader:
         self.store = store
         self.graph = graph
         self._base = q.iri_base(graph)
+        # What the index's answers hand out: copies, given again once released unchanged.
+        self._copies = NodeCopies()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.store!r}, graph={self.graph!r})"
@@ -311,7 +314,8 @@ class DecisionReader:
         else:
             start = self._node_iri(self._id(params["node_id"]))
             iris = index.reachable(start, backwards=name == "ancestors", mask=q.LINEAGE_MASK)
-        return [copy_node(index.value(iri)) for iri in iris]
+        value = index.value
+        return self._copies.copies((iri, value(iri)) for iri in iris)
 
     def _reachable(self, name: str, node_id: str) -> list[Node]:
         by_iri = self._by_iri(self._select(q.query_text(name), node_id=Text(node_id)))

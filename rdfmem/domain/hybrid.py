@@ -232,23 +232,32 @@ class TextIndex:
                 texts.seen = hub.generation
 
     def _entries(self, names: Sequence[str]) -> Iterator[tuple[str, str, str]]:
+        # One UNION branch a predicate, each binding its ``?p``: Oxigraph server joins a
+        # ``VALUES ?p`` with ``?s ?p ?o`` after reading the graph whole (10,000 memories:
+        # 298 ms against 155 ms).
+        if not self.predicates:
+            return iter(())
         graphs = " ".join(sparql_term(NamedNode(g)) for g in names)
-        predicates = " ".join(sparql_term(p) for p in self.predicates)
+        branches = " UNION ".join(
+            f"{{ ?s {sparql_term(p)} ?o BIND({sparql_term(p)} AS ?p) }}" for p in self.predicates
+        )
         return self._texts(
-            f"SELECT ?g ?s ?p ?o WHERE {{ VALUES ?g {{ {graphs} }} VALUES ?p {{ {predicates} }} "
-            "GRAPH ?g { ?s ?p ?o } FILTER(isIRI(?s) && isLiteral(?o)) }"
+            f"SELECT ?g ?s ?p ?o WHERE {{ VALUES ?g {{ {graphs} }} GRAPH ?g {{ {branches} }} "
+            "FILTER(isIRI(?s) && isLiteral(?o)) }"
         )
 
     def _subject_entries(
         self, graph: str, subjects: Sequence[str]
     ) -> Iterator[tuple[str, str, str]]:
-        # As ``VectorIndex._subject_entries``: the subjects inside the GRAPH block.
+        # As ``VectorIndex._subject_entries``: the subjects inside the GRAPH block; the
+        # predicates a FILTER over each subject's triples, not a second VALUES (Oxigraph
+        # server joins two VALUES after a scan: 50 subjects took 52 ms, now 1.4 ms).
         values = " ".join(sparql_term(NamedNode(s)) for s in subjects)
-        predicates = " ".join(sparql_term(p) for p in self.predicates)
+        predicates = ", ".join(sparql_term(p) for p in self.predicates)
         g = sparql_term(NamedNode(graph))
         sparql = (
-            f"SELECT ?g ?s ?p ?o WHERE {{ GRAPH ?g {{ VALUES ?s {{ {values} }} "
-            f"VALUES ?p {{ {predicates} }} ?s ?p ?o }} FILTER(?g = {g} && isLiteral(?o)) }}"
+            f"SELECT ?g ?s ?p ?o WHERE {{ GRAPH ?g {{ VALUES ?s {{ {values} }} ?s ?p ?o "
+            f"FILTER(?p IN ({predicates})) }} FILTER(?g = {g} && isLiteral(?o)) }}"
         )
         # Answered from the subjects' triples when the backend knows them (an attached
         # process's own writes: ``rdfmem.store.known_rows``).
