@@ -250,9 +250,9 @@ def test_no_acknowledged_write_is_lost_or_doubled_under_faults(
     checker = RemoteStore.connect(server.query_url, server.update_url)
     try:
         backend = checker.backend
-        swept = run(sweep(backend.lease_graph), backend)  # type: ignore[attr-defined]
+        swept = run(sweep(backend.lease_graph), backend)
         dropped = drop_abandoned(
-            backend,  # type: ignore[arg-type]
+            backend,
             now=time.time() + ABANDONED_AFTER_S + 1,
             empty_graph_patterns=server.name == "oxigraph",
         )
