@@ -21,6 +21,7 @@ from rdfmem.backends.base import Backend
 from rdfmem.core.errors import InvalidTerm, InvalidValue
 from rdfmem.core.keys import KeyCodec, decode_value
 from rdfmem.store.history import (
+    ACTIVITY_PREFIX,
     GENERATED_AT,
     GENERATED_BY,
     HAD_TYPE,
@@ -34,20 +35,23 @@ from rdfmem.store.history import (
     VERSION_PREFIX,
     Recorder,
     StateLines,
-    activity_text,
     attributed,
+    current_attribution,
     data_graph_of,
     history_graph,
     latest_versions,
     require,
+    token_of_version,
     utc_time,
     when_text,
 )
 from rdfmem.store.history_changelog import after_domain_write
 from rdfmem.store.history_compact import compact
+from rdfmem.store.history_entry import activity_data, new_token
 from rdfmem.store.history_reads import Change, Version, changes, history_graphs, state_at
 from rdfmem.store.history_reads import versions_of as _versions_of
 from rdfmem.store.indexes.hub import IndexHub
+from rdfmem.store.indexes.versions import fresh_index
 
 __all__ = ["HistoryMethods"]
 
@@ -222,7 +226,7 @@ class HistoryMethods:
             return ""
         # An embedded store (every write passes through it) reads the heads now, inside
         # the write's section: the heads move as data, with no pattern to evaluate.
-        heads = latest_versions(self.backend, g, nodes) if self._hub is not None else None
+        heads = self._heads(g, nodes) if self._hub is not None else None
         known = None
         if states:  # checked on every store; keys may be IRIs as text, as ``subjects``
             known = _known_states(nodes, {_node(k, "subject"): v for k, v in states.items()})
@@ -236,6 +240,26 @@ class HistoryMethods:
         if hub is not None and made:
             after_domain_write(hub, g.value, made, known)
         return ops
+
+    def _heads(self, graph: NamedNode, nodes: list[NamedNode]) -> dict[NamedNode, NamedNode]:
+        # Each subject's latest version on an embedded store: inside a ``writing`` block
+        # (the lock held), from the version index when it is fresh and knows the subject's
+        # chain (the versions this store's writes noted), else ``rm:latestVersion``.
+        hub = self._hub
+        if hub is None or not hub.in_write:
+            return latest_versions(self.backend, graph, nodes)
+        index = fresh_index(hub, graph.value, history_graph(graph).value)
+        heads: dict[NamedNode, NamedNode] = {}
+        unknown = []
+        for node in nodes:
+            chain = index.chains.get(node.value)
+            if chain is None and not index.complete:
+                unknown.append(node)
+            elif chain:
+                heads[node] = NamedNode(chain[-1])
+        if unknown:
+            heads.update(latest_versions(self.backend, graph, unknown))
+        return heads
 
     def _renames_for(self, graph: NamedNode) -> dict[NamedNode, NamedNode]:
         return {self._value_predicate: VALUE} if graph == self._kv_graph else {}
@@ -373,33 +397,33 @@ def versioning_operations(
     subjects' quads after the write, when known: those versions' states go into the
     ``INSERT DATA`` (a tombstone for ``[]``) instead of being copied by a pattern.
     ``made`` gets ``(subject, version, agent, reason)`` of each version (IRIs)."""
-    stamp = recorder.stamp_after(heads.values() if heads else ())
+    newest = max((token_of_version(v.value) for v in heads.values()), default="") if heads else ""
+    token = new_token(recorder, newest)
+    said = current_attribution()
+    by, why = said.by or recorder.agent, said.why
     h, g = f"<{history_graph(graph).value}>", f"<{graph.value}>"
-    token = stamp.token
     when = when_text(token)
-    a = f"<{stamp.activity.value}>"
-    data = [activity_text(stamp, when)]
+    a = f"<{ACTIVITY_PREFIX}{token}>"
+    data = [activity_data(token, by, why, when)]
     moves, ends, copies = [], [], []
     for n, subject in enumerate(subjects):
         s, v = f"<{subject.value}>", f"<{VERSION_PREFIX}{token}-{n}>"
         if made is not None:
-            made.append((subject.value, v[1:-1], stamp.by, stamp.why))
+            made.append((subject.value, v[1:-1], by, why))
         if heads is None:
             moves.append(
-                f"DELETE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }} "
-                f"INSERT {{ GRAPH {h} {{ ?old <{INVALIDATED_AT.value}> {when} . "
-                f"{v} <{REVISION_OF.value}> ?old }} }} "
-                f"WHERE {{ GRAPH {h} {{ {s} <{LATEST.value}> ?old }} }}"
+                f"DELETE {{ GRAPH {h} {{ {s} {_LATEST} ?old }} }} "
+                f"INSERT {{ GRAPH {h} {{ ?old {_INVALIDATED_AT} {when} . "
+                f"{v} {_REVISION_OF} ?old }} }} "
+                f"WHERE {{ GRAPH {h} {{ {s} {_LATEST} ?old }} }}"
             )
         elif subject in heads:
             old = f"<{heads[subject].value}>"
-            ends.append(f"{s} <{LATEST.value}> {old} .")
-            data.append(
-                f"{old} <{INVALIDATED_AT.value}> {when} . {v} <{REVISION_OF.value}> {old} ."
-            )
+            ends.append(f"{s} {_LATEST} {old} .")
+            data.append(f"{old} {_INVALIDATED_AT} {when} . {v} {_REVISION_OF} {old} .")
         data.append(
-            f"{v} <{SPECIALIZES.value}> {s} ; <{GENERATED_AT.value}> {when} ; "
-            f"<{GENERATED_BY.value}> {a} . {s} <{LATEST.value}> {v} ."
+            f"{v} {_SPECIALIZES} {s} ; {_GENERATED_AT} {when} ; "
+            f"{_GENERATED_BY} {a} . {s} {_LATEST} {v} ."
         )
         known = None if states is None else states.get(subject)
         if known is not None:
@@ -407,10 +431,10 @@ def versioning_operations(
             continue
         copies.append(
             f"INSERT {{ GRAPH {h} {{ {v} ?q ?o }} }} WHERE {{ GRAPH {g} {{ {s} ?p ?o }} "
-            f"BIND (IF(?p = <{RDF_TYPE.value}>, <{HAD_TYPE.value}>, ?p) AS ?q) }}"
+            f"BIND (IF(?p = {_TYPE_TEXT}, {_HAD_TYPE}, ?p) AS ?q) }}"
         )
         copies.append(
-            f"INSERT {{ GRAPH {h} {{ {v} a <{TOMBSTONE.value}> }} }} "
+            f"INSERT {{ GRAPH {h} {{ {v} a {_TOMBSTONE} }} }} "
             f"WHERE {{ {{ SELECT (COUNT(*) AS ?left) WHERE {{ GRAPH {g} {{ {s} ?p ?o }} }} }} "
             f"FILTER (?left = 0) }}"
         )
@@ -420,15 +444,26 @@ def versioning_operations(
     return " ;\n".join([*moves, inserted, *copies])
 
 
+_LATEST = f"<{LATEST.value}>"
+_INVALIDATED_AT = f"<{INVALIDATED_AT.value}>"
+_REVISION_OF = f"<{REVISION_OF.value}>"
+_SPECIALIZES = f"<{SPECIALIZES.value}>"
+_GENERATED_AT = f"<{GENERATED_AT.value}>"
+_GENERATED_BY = f"<{GENERATED_BY.value}>"
+_HAD_TYPE = f"<{HAD_TYPE.value}>"
+_TOMBSTONE = f"<{TOMBSTONE.value}>"
+_TOMBSTONE_LINE = f"<{RDF_TYPE.value}> {_TOMBSTONE} ."
+
+
 def _state_text(version: str, state: list[tuple[bool, str]]) -> list[str]:
     # A version's state as data: the quads with the version as subject, ``rdf:type``
     # written ``rm:hadType`` (what the pattern copy writes), a line each; a tombstone
     # when empty.
     if not state:
-        return [f"{version} <{RDF_TYPE.value}> <{TOMBSTONE.value}> ."]
+        return [f"{version} {_TOMBSTONE_LINE}"]
     out = []
     for typed, text in state:
         if typed:  # rdf:type: the object follows the predicate's "> "
-            text = f"<{HAD_TYPE.value}> {text[text.index('> ') + 2 :]}"
+            text = f"{_HAD_TYPE} {text[text.index('> ') + 2 :]}"
         out.append(f"{version} {text}\n")
     return out

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyoxigraph import Literal, NamedNode, QuerySolutions
+from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions
 
 from rdfmem.backends.base import Backend
 from rdfmem.backends.oxigraph import OxigraphBackend
@@ -275,15 +275,23 @@ def _learn(hub: IndexHub, history: str, entry: _Pending) -> None:
     notes = []
     for subject, version, by, why in entry.made:
         v = NamedNode(version)
-        if next(backend.match(v, SPECIALIZES, NamedNode(subject), h), None) is None:
+        if not _holds(backend, v, SPECIALIZES, NamedNode(subject), h):
             return
         deleted = entry.dead.get(subject)
         if deleted is None:
-            deleted = next(backend.match(v, RDF_TYPE, TOMBSTONE, h), None) is not None
+            deleted = _holds(backend, v, RDF_TYPE, TOMBSTONE, h)
         notes.append((subject, version, by, why, deleted))
     for subject, version, by, why, deleted in notes:
         index.note(subject, version, deleted=deleted, by=by, why=why)
     index.seen = hub.generation
+
+
+def _holds(backend: Backend, s: NamedNode, p: NamedNode, o: NamedNode, g: NamedNode) -> bool:
+    # Whether the store holds the quad: in Oxigraph one lookup of its key (~1 µs on disk,
+    # where ``match`` opens an iterator: ~9 µs).
+    if isinstance(backend, OxigraphBackend):
+        return Quad(s, p, o, g) in backend.store
+    return next(backend.match(s, p, o, g), None) is not None
 
 
 _RUN = 20_000

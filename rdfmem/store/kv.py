@@ -24,6 +24,7 @@ from rdfmem.store.history import (
     require,
 )
 from rdfmem.store.history_compact import retained
+from rdfmem.store.history_entry import EntryTexts, entry_request
 from rdfmem.store.history_reads import subjects_at, version_at
 from rdfmem.store.history_wire import apply_versioned
 from rdfmem.store.indexes.hub import IndexHub
@@ -144,6 +145,17 @@ class KeyValue:
         self._pending_text: tuple[str, str] | None = None
         prefix = self._codec.ns_prefix
         self._range = prefix if prefix[-1:] and prefix[-1] in RANGE_DELIMITERS else None
+        #: One entry's versioned write as one request made from strings (``_entry_written``):
+        #: an embedded Oxigraph store keeping history without retention.
+        backend = self.backend
+        self._entry_texts: EntryTexts | None = None
+        if (
+            self._history is not None
+            and self._history.retention is None
+            and self._hub is not None
+            and isinstance(backend, OxigraphBackend)
+        ):
+            self._entry_texts = EntryTexts(self._kv_graph.value, self._value_predicate.value)
 
     def _entry_write(self) -> AbstractContextManager[Any]:
         # An entry write touches only the entry graph: the index hub leaves the indexes of
@@ -322,19 +334,50 @@ class KeyValue:
                 return result
             if hub is not None:
                 hub.before_write()
-            gone, added = self._versioned([(subject, new)])
-            try:
-                self._apply(old + gone, new + added)
-            except Unreachable:
-                if not getattr(self.backend, "journaled", False) or gone or added:
-                    raise
-                self._settled(subject, old, new)
+            if not self._entry_written(subject, old, new):
+                gone, added = self._versioned([(subject, new)])
+                try:
+                    self._apply(old + gone, new + added)
+                except Unreachable:
+                    if not getattr(self.backend, "journaled", False) or gone or added:
+                        raise
+                    self._settled(subject, old, new)
             if hub is not None:
                 hub.after_write(self._kv_graphs)
             cache = self._cache
             if cache is not None:
                 cache.put(key, _text(new[0]) if new else _ABSENT, self.backend.generation)
         return result
+
+    def _entry_written(self, subject: NamedNode, old: list[Quad], new: list[Quad]) -> bool:
+        # One entry's write and its version as one request made from strings
+        # (``history_entry``), on an embedded Oxigraph store keeping history without
+        # retention; False (nothing written) elsewhere, or for an entry written around
+        # rdfmem whose value is not a literal.
+        texts = self._entry_texts
+        if texts is None:
+            return False
+        before, after = _values(old), _values(new)
+        if before is None or after is None:
+            return False
+        backend = self.backend
+        assert isinstance(backend, OxigraphBackend) and self._history is not None
+        index = self._versions()
+        assert index is not None
+        chain = index.chain(backend, subject.value)
+        write = entry_request(
+            self._history,
+            texts,
+            subject.value,
+            chain[-1] if chain else None,
+            before,
+            after,
+        )
+        backend.apply_text((), (), write.removed, write.added)
+        # Recorded: the version index learns the new version, as of this write.
+        index.note(subject.value, write.version, deleted=write.deleted, by=write.by, why=write.why)
+        index.seen = backend.generation
+        return True
 
     def _settled(self, subject: NamedNode, old: list[Quad], new: list[Quad]) -> None:
         """A process attached to an on-disk store whose owner went away with the answer to
@@ -468,6 +511,17 @@ class KeyValue:
             new = list(adds.values())
             gone, added = self._versioned(_differences(old, new))
             self._apply(old + gone, new + added)
+
+
+def _values(quads: list[Quad]) -> list[Literal] | None:
+    """The entries' values, when each is a literal (those rdfmem writes are)."""
+    out = []
+    for q in quads:
+        value = q.object
+        if not isinstance(value, Literal):
+            return None
+        out.append(value)
+    return out
 
 
 def _differences(old: list[Quad], new: list[Quad]) -> list[tuple[NamedNode, list[Quad]]]:
