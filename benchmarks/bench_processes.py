@@ -268,6 +268,15 @@ def turns_table(t: dict[str, Any]) -> list[str]:
         + ("; ".join(came) if came else "in neither process (exact search throughout)")
         + ".",
     ]
+    first_o, first_a = lat.get(("owner", "owner")), lat.get(("attached", "attached"))
+    if first_o is not None and first_a is not None:
+        lines += [
+            "",
+            f"First turn after opening: attached {ms(first_a.first)} ms, owner "
+            f"{ms(first_o.first)} ms ({ratio(first_a.first / first_o.first)}; the attached "
+            "process starts from the indexes the owner hands over at its first look, "
+            "`rdfmem.backends.owner_indexes`).",
+        ]
     if ratios:
         lines += ["", "Attached ÷ owner (target ≤ 2×), " + "; ".join(ratios) + "."]
     else:

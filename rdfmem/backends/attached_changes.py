@@ -105,6 +105,26 @@ class Replica:
                 if isinstance(listed, list):
                     self._listed[listing] = {str(x) for x in listed}
 
+    def adopt_listing(self, graph: str, epoch: str, generation: int, listed: Any) -> None:
+        """Take every subject of ``graph`` as listed at ``generation`` (or later) of
+        ``epoch``, asked off the request path (``AttachedBackend``): the subjects the
+        notes held name after ``generation`` are added (they may exist now), and a note
+        changing the graph whole since then drops the list. A list older than the notes
+        held reach back to is dropped; one newer than them is used once they reach it
+        (``known`` answers only while the notes held are the latest)."""
+        if not isinstance(listed, list):
+            return
+        with self.lock:
+            if epoch != self.epoch or generation < self.base:
+                return
+            found = {str(x) for x in listed}
+            for _, upto, whole, subjects in self._chunks:
+                if upto > generation:
+                    if graph in whole:
+                        return
+                    found.update(s for g, s in subjects if g == graph)
+            self._listed[graph] = found
+
     def to_list(self, pairs: Sequence[Pair], mark: tuple[str, int] | None) -> str | None:
         """The graph whose subjects are worth asking for (``GET /subjects``) to answer a
         question about ``pairs`` here: one of theirs with no list yet while the notes held

@@ -26,6 +26,8 @@ triples with each of its new edges), and none when the writer applies its write 
 own index (``VALUES_PARAM``: the decision graph's writes). The journal's
 last generation is also published in ``rdfmem.changes`` in the store's folder
 (``rdfmem.backends.journal_mark``), so a reader asks only when another process wrote.
+``GET /indexes`` hands the owner's read-side indexes, with the generation they are
+consistent with, to a process that attaches (``rdfmem.backends.owner_indexes``).
 
 Who may attach: the socket file is made with mode 0600 (only the owner's user can connect)
 before it takes its name. Every update runs under the owner's write lock, so the owner's
@@ -62,7 +64,9 @@ from pyoxigraph import (
     serialize,
 )
 
+from rdfmem.backends import owner_indexes
 from rdfmem.backends.base import Backend
+from rdfmem.core.terms import sparql_term
 
 __all__ = [
     "CLOSING",
@@ -309,6 +313,9 @@ class _Handler(BaseHTTPRequestHandler):
         if where.path == "/subjects":
             self._subjects(params)
             return
+        if where.path == "/indexes":  # the owner's indexes, to a process that attaches
+            owner_indexes.answer(self, params)
+            return
         if "query" not in params:
             self._answer(200, "text/plain", b"rdfmem owner: POST SPARQL queries and updates\n")
             return
@@ -492,19 +499,23 @@ def values_of(
 
 def subjects_of(store: Backend, graph: str) -> list[str] | None:
     """Every IRI subject of ``graph`` (None when there are more than ``LIST_SUBJECTS``).
+    The graph is written in the query and blank nodes are left out here: bound from a
+    variable, and filtered in the query, the same list took three to four times as long
+    (125 ms against 34 at 10,000 memories; 212 against 61 at 20,000 decision subjects).
 
     Raises:
         ValueError: ``graph`` is not an IRI.
     """
     found = store.query(
-        "SELECT DISTINCT ?g ?s WHERE { GRAPH ?g { ?s ?p ?o } FILTER(isIRI(?s)) } "
-        f"LIMIT {LIST_SUBJECTS + 1}",
-        substitutions={"g": NamedNode(graph)},
+        f"SELECT DISTINCT ?s WHERE {{ GRAPH {sparql_term(NamedNode(graph))} {{ ?s ?p ?o }} }} "
+        f"LIMIT {LIST_SUBJECTS + 1}"
     )
     if not isinstance(found, QuerySolutions):
         raise TypeError(f"a SELECT answered {type(found).__name__}")
-    listed = [str(row[1].value) for row in found if row[1] is not None]
-    return None if len(listed) > LIST_SUBJECTS else listed
+    rows = [row[0] for row in found]
+    if len(rows) > LIST_SUBJECTS:
+        return None
+    return [str(s.value) for s in rows if isinstance(s, NamedNode)]
 
 
 def _journal_since(journal: Any, text: str) -> dict[str, Any]:

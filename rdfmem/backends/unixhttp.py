@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import httpx
 
-__all__ = ["UnixHTTPTransport"]
+__all__ = ["UnixHTTPTransport", "read_answer"]
 
 _HEAD_END = b"\r\n\r\n"
 
@@ -123,7 +123,17 @@ def _alive(conn: socket.socket) -> bool:
 def _read_answer(
     conn: socket.socket, head_only: bool
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
-    """Status, headers, body and whether the connection may be used again.
+    """``read_answer`` with the body as bytes."""
+    status, headers, body, keep = read_answer(conn, head_only)
+    return status, headers, bytes(body), keep
+
+
+def read_answer(
+    conn: socket.socket, head_only: bool
+) -> tuple[int, list[tuple[bytes, bytes]], bytearray, bool]:
+    """Status, headers, body and whether the connection may be used again. A body of a
+    known length is read into one buffer made at its size (a large one, the indexes the
+    owner hands over, is not grown and copied chunk by chunk).
 
     Raises:
         ConnectionError: the connection ended before the whole answer came.
@@ -153,17 +163,22 @@ def _read_answer(
             keep = value.lower() == b"keep-alive" or (keep and value.lower() != b"close")
         elif lowered == b"transfer-encoding" and value.lower() != b"identity":
             raise ConnectionError(f"unexpected transfer encoding {value!r}")
-    body = bytearray(data[end + len(_HEAD_END) :])
+    start = end + len(_HEAD_END)
     if head_only or status in (204, 304) or 100 <= status < 200:
         length = 0
     if length is None:  # the body runs to the end of the connection
         keep = False
+        body = data[start:]
         while chunk := conn.recv(65536):
             body += chunk
-        return status, headers, bytes(body), keep
-    while len(body) < length:
-        chunk = conn.recv(max(65536, length - len(body)))
-        if not chunk:
+        return status, headers, body, keep
+    body = bytearray(length)
+    got = min(length, len(data) - start)
+    body[:got] = data[start : start + got]
+    view = memoryview(body)
+    while got < length:
+        count = conn.recv_into(view[got:])
+        if not count:
             raise ConnectionError("the server closed the connection in the middle of an answer")
-        body += chunk
-    return status, headers, bytes(body[:length]), keep
+        got += count
+    return status, headers, body, keep

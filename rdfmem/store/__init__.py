@@ -8,14 +8,16 @@ its edits), ``triples`` (the triple half and SPARQL), ``typed`` (``TypedStore``)
 ``history_api`` (``RdfStore``'s history methods), ``history_wire`` (a versioned write on a
 SPARQL server), ``sandbox`` (kept children that run other people's queries), ``readonly``
 (read-only opens for ``rdfmem serve --workers``), ``owner_reads`` (queries other
-processes send with a time limit, run in the sandbox). Built on ``rdfmem.backends`` and
-``rdfmem.core`` only.
+processes send with a time limit, run in the sandbox), ``attached_indexes`` (an attached
+process starts from the owner's indexes, handed over at its first look). Built on
+``rdfmem.backends`` and ``rdfmem.core`` only.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rdfmem.store import attached_indexes as _attached_indexes  # noqa: F401  (RdfStore.opened_hooks)
 from rdfmem.store import owner_reads as _owner_reads  # noqa: F401  (RdfStore.opened_hooks)
 from rdfmem.store.rdfstore import RdfStore, RemoteStore
 from rdfmem.store.remote import Endpoint, Lease

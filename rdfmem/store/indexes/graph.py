@@ -78,6 +78,20 @@ class _SavedNodes(dict[str, _Node]):
         super().__setitem__(iri, node)
         return node
 
+    def saved(self) -> tuple[list[str], list[tuple[str, str, Any]], list[bytes]]:
+        """IRIs, ``(kind, status, key)`` and pickled values of every node, in iteration
+        order, without making the nodes not made yet (``GraphIndex.__getstate__``)."""
+        iris, fields, raws = [], [], []
+        for iri, node in dict.items(self):
+            iris.append(iri)
+            fields.append((node.kind, node.status, node.key))
+            raws.append(node.raw())
+        for iri, (kind_status_key, raw) in self._left.items():
+            iris.append(iri)
+            fields.append(kind_status_key)
+            raws.append(raw)
+        return iris, fields, raws
+
     def _all(self) -> None:
         for iri in list(self._left):
             self._make(iri)
@@ -146,6 +160,9 @@ class GraphIndex:
         # Saved beside an on-disk store (``IndexHub.export``): each node's value pickled on
         # its own, so that loading the index makes no node objects until they are read.
         state = dict(self.__dict__)
+        if isinstance(self.nodes, _SavedNodes):  # as loaded: the nodes never read stay raw
+            state["nodes"] = self.nodes.saved()
+            return state
         nodes = list(self.nodes.items())
         state["nodes"] = (
             [iri for iri, _ in nodes],

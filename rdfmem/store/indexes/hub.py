@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rdfmem.backends.base import Backend
+from rdfmem.backends.owner_indexes import offer
 from rdfmem.store.history import data_graph_of
 from rdfmem.store.indexes.graph import GraphIndex
 from rdfmem.store.indexes.keywords import KeywordSet
@@ -49,6 +50,9 @@ from rdfmem.store.indexes.vectors import VectorSet
 from rdfmem.store.indexes.versions import kept_indexes
 
 __all__ = ["IndexHub"]
+
+#: The kinds of index a process attached to the store follows (and may be handed).
+SHARED = ("vectors", "keywords", "graphs")
 
 
 class IndexHub:
@@ -81,6 +85,7 @@ class IndexHub:
         self._saved = Sections(usable, backend.generation)
         if backend.persistent and backend.exclusive_writer:
             backend.keep_indexes = self.export
+            offer(backend, self)  # to the processes that attach to its store
 
     # -- kept across restarts (``rdfmem.store.indexes.saved``) ------------------------------
 
@@ -108,6 +113,57 @@ class IndexHub:
             if data is not None and fresh(index.seen, (data, index.graph)):
                 sections.append(Section.of("versions", index.graph, (data, index.graph), index))
         return {"code": code_digest(), "sections": sections} if sections else None
+
+    def shared_keys(self) -> list[tuple[str, str]]:
+        """The kind and predicate (or name) of each index of one graph this hub holds or
+        was saved with, as a process attached to the store follows them
+        (``rdfmem.backends.owner_indexes``)."""
+        keys = [("vectors", k) for k in self._vectors]
+        keys += [("keywords", k) for k in self._keywords]
+        keys += [("graphs", ((k,), "")) for k in self._graphs]
+        keys += [(kind, key) for kind, key in self._saved.pending if kind in SHARED]
+        found: dict[tuple[str, str], None] = {}
+        for kind, key in keys:
+            if kind == "graphs":
+                found[(kind, "")] = None
+            elif kind in SHARED and len(key[0]) == 1:
+                found[(kind, str(key[1]))] = None
+        return list(found)
+
+    def share(self, behind: int) -> tuple[int, dict[str, Any] | None]:
+        """The indexes of one graph another process of the store may start from (call under
+        ``backend.lock``), and the generation ``G`` they are all consistent with or ahead
+        of: each is fresh, or (``behind`` >= 0) the writes to its graphs since it was last
+        brought up to date, at most ``behind`` subjects, are named in the journal. Whoever
+        takes them reads again what the journal names after ``G``."""
+        self._settle()
+        now = self.generation
+
+        def at(seen: int, graphs: Sequence[str]) -> int | None:
+            if self.fresh(seen, graphs):
+                return now
+            changed = self.changed(seen, graphs) if behind >= 0 else None
+            return seen if changed is not None and len(changed) <= behind else None
+
+        picked: list[tuple[int, Section]] = []
+        for kind, sets in (("vectors", self._vectors), ("keywords", self._keywords)):
+            for key, index in sets.items():
+                when = at(index.seen, index.graphs) if len(index.graphs) == 1 else None
+                if when is not None:
+                    picked.append((when, Section.of(kind, key, index.graphs, index)))
+        for graph, found in self._graphs.items():
+            when = at(found.seen, (graph,))
+            if when is not None:
+                picked.append((when, Section.of("graphs", graph, (graph,), found)))
+        for section in self._saved.pending.values():
+            if section.kind in SHARED and len(section.graphs) == 1:
+                when = at(self._saved.seen, section.graphs)
+                if when is not None:
+                    picked.append((when, section))
+        if not picked:
+            return now, None
+        sections = [s for _, s in picked]
+        return min(w for w, _ in picked), {"code": code_digest(), "sections": sections}
 
     def saved_index(self, kind: str, key: Any) -> Any | None:
         """The index of ``kind`` at ``key`` saved beside the store at its last close and
