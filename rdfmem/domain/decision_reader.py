@@ -42,10 +42,12 @@ from rdfmem.domain.decision_models import (
 )
 from rdfmem.domain.embeddings import PATCH_LIMIT
 from rdfmem.domain.node_copies import NodeCopies
+from rdfmem.store.background import started
 from rdfmem.store.history_reads import Version
 from rdfmem.store.indexes import GraphIndex, IndexHub
 from rdfmem.store.indexes.graph_follow import NodeRow, graph_follower, patch_subjects
 from rdfmem.store.known_rows import subject_rows
+from rdfmem.store.own_rows import on_server, own_rows
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["DecisionReader"]
@@ -113,9 +115,14 @@ class DecisionReader:
         index.rebuild(*self._read_whole())
 
     def _read_whole(self) -> tuple[list[NodeRow], list[tuple[str, str, int]]]:
-        # Every node and link of the graph, as GraphIndex takes them.
+        # Every node and link of the graph, as GraphIndex takes them; on a server, the
+        # links read on a thread meanwhile (the server answers it while this parses nodes).
+        links = q.all_links_query(self.graph)
+        if not on_server(self.store):
+            return self._node_rows(q.all_nodes_query(self.graph)), self._link_rows(links)
+        later = started(lambda: self._link_rows(links))
         nodes = self._node_rows(q.all_nodes_query(self.graph))
-        return nodes, self._link_rows(q.all_links_query(self.graph))
+        return nodes, later()
 
     def _read_some(self, iris: Sequence[str]) -> tuple[list[NodeRow], list[tuple[str, str, int]]]:
         # The nodes among ``iris`` and the links leaving them.
@@ -144,7 +151,7 @@ class DecisionReader:
 
     def _node_rows(self, sparql: str) -> list[NodeRow]:
         rows: list[NodeRow] = []
-        for row in self._rows(sparql):
+        for row in own_rows(self.store, sparql):  # parsed once on a server
             node = node_from_row(row)
             rows.append((row["node"].value, node.type, node.status, node_age(node), node))
         return rows
@@ -153,7 +160,7 @@ class DecisionReader:
         bit = _BIT_OF_PROPERTY
         return [
             (r["source"].value, r["target"].value, bit[r["property"].value])
-            for r in self._rows(sparql)
+            for r in own_rows(self.store, sparql)
         ]
 
     # -- IRIs, reads ----------------------------------------------------------------------

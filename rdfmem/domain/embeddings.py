@@ -51,6 +51,7 @@ from rdfmem.store.indexes import IndexHub, VectorSet
 from rdfmem.store.indexes.graphfile import store_folder
 from rdfmem.store.indexes.loading import Loaded
 from rdfmem.store.known_rows import subject_rows
+from rdfmem.store.own_rows import own_rows
 
 if TYPE_CHECKING:
     from rdfmem.store.rdfstore import RdfStore
@@ -576,7 +577,7 @@ class VectorIndex:
                 self.store, NamedNode(graph), [NamedNode(s) for s in subjects], sparql
             )
         else:
-            rows = self.store.query(sparql)
+            rows = own_rows(self.store, sparql)
         for row in rows:
             subject, literal = row["s"], row["v"]
             name = graph if graph is not None else row["g"].value

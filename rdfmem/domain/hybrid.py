@@ -31,10 +31,11 @@ from pyoxigraph import NamedNode
 from rdfmem.core.errors import InvalidValue
 from rdfmem.core.terms import sparql_term
 from rdfmem.domain.embeddings import PATCH_LIMIT, Embedder, VectorIndex, keep_loaded, patch
-from rdfmem.store.indexes.follow import text_follower
+from rdfmem.store.indexes.follow import one_look, text_follower
 from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.loading import Loaded
 from rdfmem.store.known_rows import subject_rows
+from rdfmem.store.own_rows import on_server, own_rows
 
 if TYPE_CHECKING:
     from rdfmem.store.indexes import IndexHub
@@ -115,9 +116,11 @@ def search(
         hits = texts.search(graphs, query, limit)
     else:
         depth = candidates(limit)
-        by_vector = vectors.search(graphs, embedder.embed([query])[0], depth)
-        plain = [(g.value, s.value, score) for g, s, score in by_vector]
-        hits = fuse(texts.search(graphs, query, depth), plain, limit)
+        with one_look(texts.store):  # both followers: one change-log look
+            texts.start(graphs)  # a remote store's whole read of texts, beside the vectors'
+            by_vector = vectors.search(graphs, embedder.embed([query])[0], depth)
+            plain = [(g.value, s.value, score) for g, s, score in by_vector]
+            hits = fuse(texts.search(graphs, query, depth), plain, limit)
     return [(NamedNode(g), NamedNode(s), score) for g, s, score in hits]
 
 
@@ -194,6 +197,15 @@ class TextIndex:
                 hits = [h for g in names for h in self._fresh(hub, (g,)).search(query, limit)]
         return sorted(hits, key=lambda h: (-h[2], h[1], h[0]))[:limit]
 
+    def start(self, graphs: Sequence[NamedNode]) -> None:
+        """On a SPARQL server whose texts are followed, start reading now, on a thread, the
+        texts of ``graphs`` that the next ``search`` would read whole (its first one)."""
+        if self.store.indexes is None and graphs and on_server(self.store):
+            follower = text_follower(self.store, self.name)
+            if follower is not None:
+                names = tuple(dict.fromkeys(g.value for g in graphs))
+                follower.start_whole(names, self._entries)
+
     def _fresh(self, hub: IndexHub, names: tuple[str, ...]) -> KeywordSet:
         texts = hub.keywords(names, self.name)
         if hub.fresh(texts.seen, names):
@@ -266,7 +278,7 @@ class TextIndex:
 
     def _texts(self, sparql: str, rows: Any = None) -> Iterator[tuple[str, str, str]]:
         if rows is None:
-            rows = self.store.query(sparql)
+            rows = own_rows(self.store, sparql)  # parsed once on a server
         order = {p.value: i for i, p in enumerate(self.predicates)}
         parts: dict[tuple[str, str], list[tuple[int, str]]] = {}
         for row in rows:

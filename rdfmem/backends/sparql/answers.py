@@ -17,10 +17,10 @@ import re
 from typing import Any
 
 import httpx
-from pyoxigraph import QuerySolutions
+from pyoxigraph import QueryResultsFormat, QuerySolutions, parse_query_results
 
 from rdfmem.backends.base import RawResult
-from rdfmem.backends.sparql.wire import read_answer, solution_row
+from rdfmem.backends.sparql.wire import normalized_json, read_answer
 from rdfmem.core.errors import BackingError, QueryError, Unreachable
 
 __all__ = [
@@ -96,21 +96,33 @@ def results(response: httpx.Response) -> RawResult:
 
 
 def answer_rows(response: httpx.Response) -> tuple[list[str], list[dict[str, Any]]]:
-    """A SELECT answer's variables and rows as Python objects. No frame keeps the parsed
-    solutions: pyoxigraph refuses to free them on another thread, and a frame kept by an
-    exception's traceback could be collected on any thread.
+    """A SELECT answer's variables and rows as Python objects, parsed once (every term
+    validated as it is read, as ``results`` does). No frame keeps the parsed solutions:
+    pyoxigraph refuses to free them on another thread, and a frame kept by an exception's
+    traceback could be collected on any thread.
 
     Raises:
         BackingError: the answer is not SELECT results, or does not parse.
     """
-    solutions = results(response)
+    media = response.headers.get("content-type", "")
+    fmt = QueryResultsFormat.from_media_type(media) if media else None
+    if fmt is None:  # a graph, or no results at all: ``results`` says which
+        raise BackingError(f"expected SELECT results, got {type(results(response)).__name__}")
+    body = response.content
+    if fmt == QueryResultsFormat.JSON and b"bnode" in body:
+        body = normalized_json(body)
+    parsed: Any = None
     try:
-        if not isinstance(solutions, QuerySolutions):
-            raise BackingError(f"expected SELECT results, got {type(solutions).__name__}")
-        variables = [v.value for v in solutions.variables]
-        return variables, [solution_row(variables, s) for s in solutions]
+        parsed = parse_query_results(body, fmt)
+        if not isinstance(parsed, QuerySolutions):
+            raise BackingError(f"expected SELECT results, got {type(bool(parsed)).__name__}")
+        variables = [v.value for v in parsed.variables]
+        rows = [{n: t for n, t in zip(variables, s, strict=True) if t is not None} for s in parsed]
+    except (SyntaxError, ValueError) as exc:
+        raise BackingError(f"malformed {fmt.name} from the server: {exc}", cause=exc) from exc
     finally:
-        del solutions
+        del parsed
+    return variables, rows
 
 
 def truncated(response: httpx.Response) -> int:

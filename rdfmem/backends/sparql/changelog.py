@@ -29,7 +29,8 @@ from __future__ import annotations
 import heapq
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
@@ -72,6 +73,8 @@ FULL_AFTER_MISSES = 32
 #: The lines of at most this many cursors are kept (one per follower: vectors, texts,
 #: the decision graph, and callers of ``changes_since``).
 MAX_LINES = 16
+#: The names of the records this client made that it remembers (to tell others' apart).
+MAX_MADE = 4096
 
 
 class Reader(Protocol):
@@ -109,6 +112,10 @@ class ChangeLog:
         self.own = OwnWrites()  # what this client's own writes left (``own_writes``)
         self.bounded = 0  # bounded looks that were enough
         self.missed = 0  # bounded looks whose count differed (a full look followed)
+        self._made: OrderedDict[str, None] = OrderedDict()  # names of records made here
+        #: Told the graphs and subjects that other clients' records (as far as this client
+        #: can tell: those not made by ``record``) named, look by look (``Leases``).
+        self.on_theirs: Callable[[set[str]], None] | None = None
 
     def declared(self) -> bool:
         """True inside this thread's ``scope`` block."""
@@ -120,12 +127,21 @@ class ChangeLog:
         the update (``sparql``) and the rows its claim's read brought (``rows``: every
         triple it reads), what the subjects hold after it is expected (``own_writes``)."""
         scope: tuple[str, list[NamedNode]] | None = getattr(self._scope, "touches", None)
-        name = uuid.uuid4().hex
+        name = self.name()
         if scope is None:
             return log_change(self.graph, name, None)
         if sparql is not None and rows is not None:
             self.own.expect(name, NamedNode(scope[0]), scope[1], sparql, rows)
         return log_change(self.graph, name, [scope[0]], scope[1])
+
+    def name(self) -> str:
+        """A fresh record name, remembered as this client's own (``on_theirs``)."""
+        name = uuid.uuid4().hex
+        with self._lock:
+            self._made[name] = None
+            if len(self._made) > MAX_MADE:
+                self._made.popitem(last=False)
+        return name
 
     def scoped(self) -> list[NamedNode] | None:
         """The subjects of this thread's ``scope`` block; None outside one."""
@@ -335,6 +351,12 @@ class ChangeLog:
         changes = look.changes
         whole = [g.value for g in changes.whole if isinstance(g, NamedNode)]
         self.own.read(look.new, look.pairs_of, whole, changes.everything)
+        if self.on_theirs is not None and look.new:
+            with self._lock:
+                theirs = [n for n in look.new if n.rsplit(":", 1)[-1] not in self._made]
+            named = {x for n in theirs for pair in look.pairs_of.get(n, ()) for x in pair}
+            if named:
+                self.on_theirs(named)
         with self._lock:
             self._read.update(look.read)
             if len(self._read) > 4 * MAX_SKIPPED:  # bounded: the latest records are kept

@@ -227,15 +227,13 @@ class SparqlBackend(Backend):
         except (ValueError, httpx.InvalidURL) as exc:
             raise InvalidTerm(f"invalid remote store option: {exc}") from exc
         self.max_quads_per_request = max_quads_per_request
-        # A part of a live staged write arrives at least every request timeout (and
-        # retries): four of them, at least a minute, tell a dead client.
+        # Parts of a live staged write come every timeout: 4 of them (>= 1 min): dead.
         self.staging_idle_ms = (
             staging_idle_ms if staging_idle_ms is not None else max(60_000, int(timeout * 4000))
         )
         self._snapshot_reads = snapshot_reads
         self.server = ""  # the Server header, once seen
-        # Uncompressed bodies by default: Virtuoso closes the connection after each
-        # compressed answer, which costs a TCP handshake per request.
+        # Uncompressed: Virtuoso closes the connection after each compressed answer.
         sent = {"Accept-Encoding": "identity", **dict(headers or {})}
         self.client = httpx.Client(auth=auth, timeout=timeout, headers=sent, transport=transport)
         self.leases = Leases(
@@ -247,9 +245,9 @@ class SparqlBackend(Backend):
             on_write=self.wrote,
         )
         self._closed = False
-        self._default_known = default_graph is not None
-        self._default_chosen = default_graph is not None
+        self._default_known = self._default_chosen = default_graph is not None
         self._log = ChangeLog(self.change_graph)
+        self._log.on_theirs = self.leases.contention.theirs  # others' writes: brief claims
 
     @property
     def closed(self) -> bool:
@@ -362,8 +360,7 @@ class SparqlBackend(Backend):
         return rows
 
     def hidden_graphs(self) -> list[NamedNode]:
-        """The graphs that reads of every graph leave out: the lease graph, and the
-        server's own graphs (asks the server who it is, once, when it has to)."""
+        """What reads of every graph leave out: the lease graph, the server's own graphs."""
         hidden = self._hidden
         if hidden is None:
             if not self.server:
@@ -374,8 +371,7 @@ class SparqlBackend(Backend):
         return [self.lease_graph, self.change_graph, *hidden]
 
     def snapshot_reads(self) -> bool:
-        """Whether one query reads one consistent state (``snapshot_reads``); asks the
-        server who it is, once, when it has to."""
+        """Whether one query reads one consistent state (``snapshot_reads``; asks once)."""
         if self._snapshot_reads is None:
             if not self.server:
                 self.health(5000)
@@ -423,6 +419,9 @@ class SparqlBackend(Backend):
         section = self.leases.section() if sparql and expecting(self) else None
         rows = None if section is None else section.rows_for(self._log.scoped() or [])
         return self._log.record(sparql, rows)
+
+    def record_name(self) -> str:  # a change record's name, known as its own (``ChangeLog``)
+        return self._log.name()
 
     def known_quads(self, graph: NamedNode, subjects: Sequence[NamedNode]) -> list[Quad] | None:
         """The quads of ``subjects`` in ``graph`` known without a request (``own_writes``)."""
@@ -576,8 +575,7 @@ class SparqlBackend(Backend):
         return self.leases.exclusive(subjects, within)
 
     def health(self, timeout_ms: float) -> bool:
-        """True when the server answers ``ASK {}`` correctly within ``timeout_ms``; never
-        raises."""
+        """True when the server answers ``ASK {}`` right within ``timeout_ms``; never raises."""
         try:
             response = self.client.post(
                 self.query_url,

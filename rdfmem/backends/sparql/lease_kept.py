@@ -10,7 +10,10 @@ wait between a section there and the next one (at least ``FLOOR_S``, at most ``l
 twice that after a kept claim of theirs lingered out unused).
 Another client that comes for those subjects once this client stopped (two clients taking
 turns) then waits for that, not for ``linger_s``: an agent turn of ~30 ms that kept its
-claims for 250 ms made the other client's first write wait ~200 ms a round.
+claims for 250 ms made the other client's first write wait ~200 ms a round. A claim on
+subjects another client wanted lately (``Contention.met``) lingers only ``FLOOR_S``, however
+far apart this client's sections there come: a slow client (turns of 140 ms) made a fast
+one wait 160-220 ms at the start of each of its rounds.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class KeptClaims:
         self._idle: dict[str, tuple[Claim, float]] = {}  # token -> (claim, unused since)
         self._busy: set[str] = set()
         self._dying: set[str] = set()  # lingered out, being deleted by the reaper
+        self._brief: set[str] = set()  # idle claims kept only ``FLOOR_S`` (``done``)
         self._reaper: threading.Thread | None = None
         # subjects of a claim (by IRI) -> the longest recent gap between two of its uses
         # (rises at once, decays by a fifth a use): how long a kept claim of theirs lingers.
@@ -88,6 +92,7 @@ class KeptClaims:
             ]
             for claim in taken:
                 del self._idle[claim.token]
+                self._brief.discard(claim.token)
             return taken
 
     def using(self, claim: Claim) -> None:
@@ -95,13 +100,17 @@ class KeptClaims:
         with self._cond:
             self._busy.add(claim.token)
 
-    def done(self, claim: Claim, *, keep: bool) -> None:
-        """The section using ``claim`` ended; ``keep``: the claim lives on, idle."""
+    def done(self, claim: Claim, *, keep: bool, brief: bool = False) -> None:
+        """The section using ``claim`` ended; ``keep``: the claim lives on, idle (``brief``:
+        only ``FLOOR_S``, its subjects being wanted by another client lately)."""
         with self._cond:
             self._busy.discard(claim.token)
+            self._brief.discard(claim.token)
             if not keep or self._closed:
                 return
             self._idle[claim.token] = (claim, clock())
+            if brief:
+                self._brief.add(claim.token)
             _LIVE.add(self)
             if self._reaper is None:
                 self._reaper = threading.Thread(
@@ -116,6 +125,7 @@ class KeptClaims:
             self._closed = True
             claims = [claim for claim, _ in self._idle.values()]
             self._idle.clear()
+            self._brief.clear()
             self._cond.notify_all()
             return claims
 
@@ -136,6 +146,8 @@ class KeptClaims:
 
     def linger(self, claim: Claim) -> float:
         """How long ``claim`` is kept unused (see the module)."""
+        if claim.token in self._brief:
+            return min(self.linger_s, self.FLOOR_S)
         gap = self._gaps.get(frozenset(s.value for s in claim.subjects))
         if gap is None:
             return self.linger_s
@@ -158,6 +170,7 @@ class KeptClaims:
                     continue
                 for claim in due:
                     del self._idle[claim.token]
+                    self._brief.discard(claim.token)
                     self._dying.add(claim.token)
                     self.reuse *= 0.9
                     self._lingered_out(claim)

@@ -401,11 +401,9 @@ class Leases:
             ),
             self.wire,
         )
-        if own.waited:
-            self.contention.contend([*own.subjects, *missing], within)
-        elif own.crowded and within is not None:
-            # Others write in the range: not all of it.
-            self.contention.contend([], within, soft=True)
+        self.contention.claimed(
+            [*own.subjects, *missing], within, waited=own.waited, crowded=own.crowded
+        )
         section.own, section.prefetch = own, own.prefetch
         section.prefetch_for = frozenset(wanted)
         self._kept.using(own)
@@ -460,7 +458,7 @@ class Leases:
                 return  # the section's own error is the one to report
             raise
         if own is not None:
-            self._kept.done(own, keep=keep)
+            self._kept.done(own, keep=keep, brief=keep and self.contention.met(own))
             if (
                 keep
                 and section.within is not None

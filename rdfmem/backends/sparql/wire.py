@@ -43,11 +43,11 @@ __all__ = [
     "graph_on_wire",
     "has_blank",
     "is_scratch",
+    "normalized_json",
     "prefetched_quads",
     "quad_data",
     "read_answer",
     "row_quads",
-    "solution_row",
     "stage_quads",
     "staged_edit",
     "to_wire",
@@ -443,7 +443,7 @@ def read_answer(media: str, body: bytes) -> RawResult:
     if fmt is None:
         raise BackingError(f"unexpected answer from the server ({media or 'no type'})")
     if fmt == QueryResultsFormat.JSON and b"bnode" in body:
-        body = _normalized_json(body)
+        body = normalized_json(body)
     try:
         parsed = parse_query_results(body, fmt)
         if isinstance(parsed, QueryBoolean):
@@ -459,16 +459,6 @@ def read_answer(media: str, body: bytes) -> RawResult:
 
 
 # -- answers ------------------------------------------------------------------------------
-
-
-def solution_row(variables: Sequence[str], solution: Any) -> dict[str, Any]:
-    """A solution as a dict of its bound variables."""
-    row = {}
-    for i, name in enumerate(variables):
-        term = solution[i]
-        if term is not None:
-            row[name] = term
-    return row
 
 
 def row_quads(
@@ -543,7 +533,7 @@ def _bnode_id(value: str) -> str:
         return "x" + value.encode("utf-8").hex()
 
 
-def _normalized_json(body: bytes) -> bytes:
+def normalized_json(body: bytes) -> bytes:
     """SPARQL JSON results with blank node labels made valid (Virtuoso's ``nodeID://…``).
 
     Raises:

@@ -112,6 +112,10 @@ class Server(Protocol):
 
     def send_update(self, sparql: str) -> None: ...
 
+    def record_name(self) -> str:
+        """A fresh name for a change record of this client's (``ChangeLog.name``)."""
+        ...
+
 
 def prepare(
     backend: Server,
@@ -146,7 +150,7 @@ def prepare(
         touched = {DEFAULT_GRAPH_LABEL if isinstance(g, DefaultGraph) else g.value for g in graphs}
         subjects = [to_wire(q.subject) for q in (*remove, *add)]
         named = [x for x in subjects if isinstance(x, NamedNode)]
-        change = change_template(change_graph, uuid.uuid4().hex, sorted(touched), named)
+        change = change_template(change_graph, backend.record_name(), sorted(touched), named)
     scratch: list[NamedNode] = []
     if limit is not None and len(plain) + len(add) > limit:
         scratch = stage(backend, plain, add, limit, guard)

@@ -27,6 +27,7 @@ from typing import Any
 
 from numpy.typing import NDArray
 
+from rdfmem.store.background import started
 from rdfmem.store.indexes.follow_hub import Inbox, hub_of, one_look
 from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.vectors import VectorSet
@@ -99,6 +100,8 @@ class Following:
         self.sets: dict[str, Any] = {}
         self.read_at: dict[str, float] = {}  # when each graph was last read whole
         self.pending: dict[str, set[str]] = {}  # subjects to read again, by graph
+        # A whole read started early (``start_whole``): its graphs, when it began, its rows.
+        self.early: tuple[tuple[str, ...], float, Callable[[], list[Any]]] | None = None
 
     def forget(self) -> None:
         """Read every graph again at the next read."""
@@ -106,6 +109,7 @@ class Following:
             self.sets.clear()
             self.read_at.clear()
             self.pending.clear()
+            self.early = None
 
     def _old(self, graph: str, now: float) -> bool:
         return self.max_age_s is not None and now - self.read_at[graph] > self.max_age_s
@@ -121,15 +125,19 @@ class Following:
         if everything:
             self.sets.clear()
             self.pending.clear()
+            self.early = None
             return
         for graph in whole:
             label = getattr(graph, "value", None)
             if label is not None:
                 self.sets.pop(label, None)
                 self.pending.pop(label, None)
+                if self.early is not None and label in self.early[0]:
+                    self.early = None
+        reading = () if self.early is None else self.early[0]
         for graph, subject in subjects:
             label = getattr(graph, "value", None)
-            if label is not None and label in self.sets:
+            if label is not None and (label in self.sets or label in reading):
                 self.pending.setdefault(label, set()).add(subject.value)
 
 
@@ -164,7 +172,11 @@ class Follower(Following):
             self._follow()
             now = time.monotonic()
             stale = [g for g in graphs if g not in self.sets or self._old(g, now)]
-            if stale:
+            early, self.early = self.early, None
+            if stale and early is not None and set(stale) <= set(early[0]):
+                # Read since it began; what changed after that is pending (``_follow``).
+                self._read_whole(stale, iter(early[2]()), early[1], keep_pending=True)
+            elif stale:
                 self._read_whole(stale, read_graphs(stale), now)
             for graph in graphs:
                 wanted = self.pending.pop(graph, None)
@@ -173,7 +185,25 @@ class Follower(Following):
             hits = [h for g in dict.fromkeys(graphs) for h in self.sets[g].search(query, limit)]
         return sorted(hits, key=lambda h: (-h[2], h[1], h[0]))[:limit]
 
-    def _read_whole(self, graphs: Sequence[str], entries: Entries, now: float) -> None:
+    def start_whole(
+        self, graphs: Sequence[str], read_graphs: Callable[[Sequence[str]], Entries]
+    ) -> None:
+        """Start reading on a thread, now, what the next ``search`` of ``graphs`` would read
+        whole (a remote store's first search: the texts' read beside the vectors'). The
+        read counts as made when it began: the changes looks report after that are read
+        again on top of it, and a change of a whole graph or of everything drops it."""
+        with self.lock:
+            self._follow()
+            now = time.monotonic()
+            stale = tuple(g for g in graphs if g not in self.sets or self._old(g, now))
+            if stale and self.early is None:
+                for graph in stale:
+                    self.pending.pop(graph, None)
+                self.early = (stale, now, started(lambda: list(read_graphs(stale))))
+
+    def _read_whole(
+        self, graphs: Sequence[str], entries: Entries, now: float, *, keep_pending: bool = False
+    ) -> None:
         by_graph: dict[str, list[tuple[str, str, NDArray[Any]]]] = {g: [] for g in graphs}
         for graph, subject, vector in entries:
             if graph in by_graph:
@@ -183,7 +213,8 @@ class Follower(Following):
             vectors.rebuild(rows)
             self.sets[graph] = vectors
             self.read_at[graph] = now
-            self.pending.pop(graph, None)
+            if not keep_pending:
+                self.pending.pop(graph, None)
 
     def _read_some(
         self,
