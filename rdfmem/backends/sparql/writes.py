@@ -11,7 +11,10 @@ through ``Server``, which ``SparqlBackend`` is.
 one SPARQL Update operation (``oneop``): Virtuoso keeps the operations of a request that
 came before one that failed, so a write of several operations could end half applied (a
 server that undoes a whole request, Oxigraph server, gets the plain ``INSERT DATA`` /
-``DELETE DATA`` operations of an unconditional write). A
+``DELETE DATA`` operations of an unconditional write). One exception: on such a server an
+unconditional edit that removes quads goes as its own operation, its change record as a
+second one right after it (Virtuoso does not remove a literal of a datatype it does not
+know, named in a ``DELETE`` template whose ``WHERE`` binds ``NOW()``). A
 blank-node delete is conditional, in that operation, on the pattern still matching as many
 blank nodes as the check counted (a node another client added meanwhile is never removed);
 when the condition fails the write changes nothing and is planned again.
@@ -164,9 +167,20 @@ def prepare(
             if change:
                 ops.append(f"INSERT {{ {change} }} WHERE {{ BIND(NOW() AS ?now) }}")
             return scratch, [" ; ".join(ops)], None
-        request = write_operation(
-            plain, add, default_graph=backend.default_graph, change=change, guard=guarded
-        )
+        if guarded is None and change and plain:
+            # Virtuoso keeps a literal of a datatype it does not know (rdf:JSON, a vector)
+            # that a DELETE template names when the WHERE has a solution (``BIND(NOW())``),
+            # so such an edit went in with its record and the old value stayed beside the
+            # new one. The edit goes as its own operation (``WHERE {}``: applied whole) and
+            # its record right after it in the same request: a record is never seen before
+            # its edit; a server failing between the two leaves an edit that followers read
+            # at their next whole read (``max_age_s``), never a half edit.
+            edit = write_operation(plain, add, default_graph=backend.default_graph)
+            request = f"{edit} ;\nINSERT {{ {change} }} WHERE {{ BIND(NOW() AS ?now) }}"
+        else:
+            request = write_operation(
+                plain, add, default_graph=backend.default_graph, change=change, guard=guarded
+            )
         if scratch:
             request += " ;\n" + " ;\n".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in scratch)
     except BaseException:
