@@ -37,6 +37,7 @@ from dataclasses import replace
 from pyoxigraph import NamedNode
 
 from rdfmem.core.errors import MemoryNotFound
+from rdfmem.core.terms import sparql_term
 from rdfmem.domain.memory_model import Memory
 from rdfmem.domain.memory_rdf import memory_from_quads
 from rdfmem.domain.past import moment_of, require_history, snapshot
@@ -60,10 +61,19 @@ def versioned(
     ``state``: when ``update`` replaces all of the memory's quads, the N-Triples lines it
     writes for it (``memory_rdf._triples``; ``[]`` for ``forget``): an embedded store then
     writes the version as data, with no pattern to evaluate nor tombstone to test
-    (``RdfStore.versioning_update``'s ``states``)."""
+    (``RdfStore.versioning_update``'s ``states``). When ``update`` ends with the
+    ``INSERT DATA`` of exactly those lines into ``graph`` (as ``Memories.save`` writes it),
+    they are passed as ``StateLines.sent``: the request already holds them as data, so the
+    version's copy checks them for its own needs only, not term by term."""
     if not store.keeps_history:
         return update
-    states = None if state is None else {subject: StateLines(tuple(state))}
+    states = None
+    if state is not None:
+        # The lines are ``update``'s own INSERT DATA of the memory (``Memories.save``):
+        # checked here in one comparison, so the version's copy skips the term checks.
+        body = "\n".join(state)
+        sent = update.endswith(f"INSERT DATA {{ GRAPH {sparql_term(graph)} {{\n{body}\n}} }}")
+        states = {subject: StateLines(tuple(state), sent=sent and bool(state))}
     return update + " ;\n" + store.versioning_update(graph, [subject], states=states)
 
 

@@ -318,9 +318,17 @@ class StateLines:
     them (one triple a line: ``<subject> <predicate> object .``). Given to
     ``versioning_update(states=...)``, the version copies this text (each line checked to
     be one triple about the resource), so a big literal such as an embedding is not
-    written out a second time."""
+    written out a second time.
+
+    ``sent``: the lines, joined by newlines, are the body of an ``INSERT DATA`` into the
+    resource's graph in the very request the version is appended to (the caller checked:
+    ``memory_history.versioned``). The version then adds no text the request does not
+    already send as data of that graph, and its lines are checked for what the copy
+    itself needs only (the resource, the end, no backslash, no line break, no blank node),
+    not term by term; any line that fails is checked as usual."""
 
     lines: tuple[str, ...]
+    sent: bool = False
 
 
 @dataclass(frozen=True)

@@ -227,15 +227,21 @@ _PENDING: weakref.WeakKeyDictionary[IndexHub, dict[str, _Pending]] = weakref.Wea
 
 
 def after_domain_write(
-    hub: IndexHub, data: str, made: _Made, states: Mapping[NamedNode, list[Any]] | None
+    hub: IndexHub,
+    data: str,
+    made: _Made,
+    states: Mapping[NamedNode, list[Any]] | None,
+    index: VersionIndex | None = None,
 ) -> None:
     """Have the version index of ``data``'s history learn ``made`` (``(subject, version,
     agent, reason)``, from ``versioning_update`` inside a ``hub.writing`` block) once the
     block ends, when its one request wrote them: the block's only write since now, each
     version found in the store (a tombstone when ``states`` says so or the store holds
-    one). Anything else leaves the index stale, to be forgotten. Under the lock."""
+    one). Anything else leaves the index stale, to be forgotten. Under the lock;
+    ``index``: ``fresh_index`` of ``data``'s history, when taken in the same section."""
     history = HISTORY_PREFIX + data
-    index = fresh_index(hub, data, history)
+    if index is None:
+        index = fresh_index(hub, data, history)
     dead = {s.value: not q for s, q in (states or {}).items()}
     pending = _PENDING.setdefault(hub, {})
     found = pending.get(history)

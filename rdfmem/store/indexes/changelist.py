@@ -79,9 +79,28 @@ def micros_of(version: str) -> int:
     return 0 if at is None else at
 
 
+#: The second of the last version whose time was read (``"YYYYMMDDTHHMMSS."``) and its
+#: microseconds: versions written in one second take it and add their fraction, with no
+#: datetime made (~0.3 µs, where ``time_of_version`` takes ~1.5 µs).
+_second: tuple[str, int] = ("", 0)
+
+
 def _version_micros(version: str) -> int | None:
-    at = time_of_version(version) if version.startswith(_VERSION) else None
-    return None if at is None else micros(at)
+    global _second
+    if not version.startswith(_VERSION):
+        return None
+    second, fraction = version[_CUT : _CUT + 16], version[_CUT + 16 : _CUT + _TOKEN]
+    usual = len(fraction) == 7 and fraction[6] == "Z" and fraction[:6].isdigit()
+    last = _second
+    if usual and second == last[0] and fraction.isascii():
+        return last[1] + int(fraction[:6])
+    at = time_of_version(version)
+    if at is None:
+        return None
+    found = micros(at)
+    if usual and fraction.isascii():
+        _second = (second, found - int(fraction[:6]))
+    return found
 
 
 class ChangeLog:
