@@ -367,7 +367,7 @@ class DecisionReader:
         return value
 
 
-_BIT_OF_PROPERTY = {q.EDGE_PROPERTY[t]: b for t, b in q.EDGE_BIT.items()}
+_BIT_OF_PROPERTY = q.LINK_PROPERTY_BIT
 
 
 def _item_age(item: tuple[str, Node]) -> tuple[_dt.datetime, str]:
