@@ -14,7 +14,8 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from pyoxigraph import Literal, NamedNode, Quad, Store
+from pyoxigraph import Literal, NamedNode, Quad
+from stored_quads import stored, stored_text
 
 from rdfmem import RdfStore
 from rdfmem.domain.memories import Memories, Memory
@@ -38,19 +39,6 @@ class _FixedClock(HistoryClock):
 
 def _value(value: object) -> Literal:
     return Literal(json.dumps(value, ensure_ascii=False), datatype=RDF_JSON)
-
-
-def _stored(quads: list[Quad]) -> set[Quad]:
-    store = Store()
-    store.extend(quads)
-    return set(store)
-
-
-def _stored_text(block: str) -> set[Quad]:
-    store = Store()
-    if block:
-        store.update(f"INSERT DATA {{ {block} }}")
-    return set(store)
 
 
 #: (head, old value, new value: None deletes)
@@ -89,8 +77,8 @@ def test_entry_request_holds_the_entry_and_the_quads_of_record(case: str, why: s
             new_values,
             when=token.rsplit(":", 1)[1],
         )
-    assert _stored_text(write.added) == _stored(new_quads + added)
-    assert _stored_text(write.removed) == _stored(old_quads + gone)
+    assert stored_text(write.added) == stored(new_quads + added)
+    assert stored_text(write.removed) == stored(old_quads + gone)
     assert [(A.value, write.version, write.deleted)] == made
     assert (write.by, write.why) == ("urn:agent:writer", why)
 

@@ -11,7 +11,8 @@ import random
 from pathlib import Path
 
 import pytest
-from pyoxigraph import Literal, NamedNode, Quad, Store
+from pyoxigraph import Literal, NamedNode, Quad
+from stored_quads import stored, stored_text
 
 from rdfmem import RdfStore
 from rdfmem.backends.oxigraph import OxigraphBackend
@@ -36,20 +37,6 @@ def _entry(subject: NamedNode, value: object) -> Quad:
     return Quad(subject, PRED, Literal(json.dumps(value), datatype=RDF_JSON), GRAPH)
 
 
-def _stored(quads: list[Quad]) -> set[Quad]:
-    # Through a store: both routes are compared as Oxigraph keeps them.
-    store = Store()
-    store.extend(quads)
-    return set(store)
-
-
-def _stored_text(block: str) -> set[Quad]:
-    store = Store()
-    if block:
-        store.update(f"INSERT DATA {{ {block} }}")
-    return set(store)
-
-
 CASES = {
     "first version": ([(A, [_entry(A, {"n": 1})])], {}),
     "a revision": ([(A, [_entry(A, 'quote " and\nnewline é')])], {A: PREV}),
@@ -72,8 +59,8 @@ def test_record_text_holds_the_quads_of_record(case: str, why: str | None) -> No
         removed, inserted = recorder.record_text(
             GRAPH, changes, heads, rename={PRED: VALUE}, made=made_text
         )
-    assert _stored_text(inserted) == _stored(added)
-    assert _stored_text(removed) == _stored(gone)
+    assert stored_text(inserted) == stored(added)
+    assert stored_text(removed) == stored(gone)
     assert made_text == made_quads
 
 
