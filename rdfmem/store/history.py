@@ -124,7 +124,7 @@ def time_token(moment: _dt.datetime) -> str:
     >>> time_token(_dt.datetime(2026, 11, 23, 23, 15, 0, 12, tzinfo=_UTC))
     '20261123T231500.000012Z'
     """
-    utc = utc_time(moment)
+    utc = moment if moment.tzinfo is _UTC else utc_time(moment)
     return (
         f"{utc.year:04d}{utc.month:02d}{utc.day:02d}T{utc.hour:02d}{utc.minute:02d}"
         f"{utc.second:02d}.{utc.microsecond:06d}Z"
@@ -381,17 +381,44 @@ _HOUR_TEXT = f"<{HOUR.value}>"
 _REASON_TEXT = f"<{REASON.value}>"
 
 
-def activity_text(stamp: Stamp, when: str) -> str:
-    """``Stamp.quads`` as SPARQL DATA text (``when``: ``when_text`` of its token), ending
-    with " ."."""
-    t = stamp.token
+def activity_data(token: str, by: str, why: str | None, when: str) -> str:
+    """The quads of the activity ``token`` (``Stamp.quads``: its time ``when``, the
+    ``when_text`` of the token; its agent ``by``, its reason ``why`` and its hour) as
+    SPARQL DATA text, ending with " ."."""
+    t = token
     text = (
-        f"<{stamp.activity.value}> {_ENDED_TEXT} {when} ; {_ASSOCIATED_TEXT} <{stamp.by}> ; "
+        f"<{ACTIVITY_PREFIX}{token}> {_ENDED_TEXT} {when} ; {_ASSOCIATED_TEXT} <{by}> ; "
         f'{_HOUR_TEXT} "{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}"'
     )
-    if stamp.why is not None:
-        text += f" ; {_REASON_TEXT} {Literal(stamp.why)}"
+    if why is not None:
+        text += f" ; {_REASON_TEXT} {Literal(why)}"
     return text + " ."
+
+
+def version_data(
+    token: str, n: int, subject: str, prev: str | None, when: str, state: Sequence[str]
+) -> tuple[str, str, str]:
+    """Version ``n`` of ``subject`` by the activity ``token`` at ``when``, after ``prev``
+    (None: the first), holding ``state`` (``" ; <p> o"`` texts; none: a tombstone), as
+    ``record`` writes it: ``(its IRI, its quads' DATA text, the old head's or "")``."""
+    depth = 1 if prev is None else depth_of(prev)
+    tail = "" if depth is None else f"-d{depth + (prev is not None)}"
+    version = f"{VERSION_PREFIX}{token}-{n}{tail}"
+    v, s = f"<{version}>", f"<{subject}>"
+    added = [
+        f" {v} {_SPECIALIZES_TEXT} {s} ; {_GENERATED_AT_TEXT} {when} ; "
+        f"{_GENERATED_BY_TEXT} <{ACTIVITY_PREFIX}{token}>"
+    ]
+    if prev is not None:
+        added.append(f" ; {_REVISION_OF_TEXT} <{prev}>")
+    added.extend(state)
+    if not state:
+        added.append(_TOMBSTONE_TEXT)
+    added.append(f" . {s} {_LATEST_TEXT} {v} .")
+    if prev is None:
+        return version, "".join(added), ""
+    added.append(f" <{prev}> {_INVALIDATED_AT_TEXT} {when} .")
+    return version, "".join(added), f"{s} {_LATEST_TEXT} <{prev}> ."
 
 
 class Recorder:
@@ -516,35 +543,22 @@ class Recorder:
         stamp = self.stamp_after(heads.values())
         token = stamp.token
         when = when_text(token)
-        a = f"<{stamp.activity.value}>"
-        added = [activity_text(stamp, when)]
+        added = [activity_data(token, stamp.by, stamp.why, when)]
         removed: list[str] = []
         names = {RDF_TYPE: HAD_TYPE, **rename} if rename else _TYPE_ONLY
         for n, (subject, state) in enumerate(changes):
             prev = heads.get(subject)
-            depth = 1 if prev is None else depth_of(prev.value)
-            tail = "" if depth is None else f"-d{depth + (prev is not None)}"
-            version = f"{VERSION_PREFIX}{token}-{n}{tail}"
-            v, s = f"<{version}>", f"<{subject.value}>"
-            added.append(
-                f" {v} {_SPECIALIZES_TEXT} {s} ; {_GENERATED_AT_TEXT} {when} ; "
-                f"{_GENERATED_BY_TEXT} {a}"
-            )
-            if prev is not None:
-                p = f"<{prev.value}>"
-                added.append(f" ; {_REVISION_OF_TEXT} {p}")
-                removed.append(f"{s} {_LATEST_TEXT} {p} .")
+            lines = []
             for q in state:
                 pred = names.get(q.predicate, q.predicate)
                 o = q.object
                 if pred == VALUE and isinstance(o, Literal):
                     o = Literal(o.value)  # as ``record``: the JSON text as a plain string
-                added.append(f" ; <{pred.value}> {o}")
-            if not state:
-                added.append(_TOMBSTONE_TEXT)
-            added.append(f" . {s} {_LATEST_TEXT} {v} .")
-            if prev is not None:
-                added.append(f" {p} {_INVALIDATED_AT_TEXT} {when} .")
+                lines.append(f" ; <{pred.value}> {o}")
+            head = None if prev is None else prev.value
+            version, text, gone = version_data(token, n, subject.value, head, when, lines)
+            added.append(text)
+            removed += [gone] if gone else []
             if made is not None:
                 made.append((subject.value, version, not state))
         h = f"<{history.value}>"

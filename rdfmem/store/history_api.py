@@ -35,6 +35,7 @@ from rdfmem.store.history import (
     VERSION_PREFIX,
     Recorder,
     StateLines,
+    activity_data,
     attributed,
     current_attribution,
     data_graph_of,
@@ -47,7 +48,7 @@ from rdfmem.store.history import (
 )
 from rdfmem.store.history_changelog import after_domain_write
 from rdfmem.store.history_compact import compact
-from rdfmem.store.history_entry import activity_data, new_token
+from rdfmem.store.history_entry import new_token
 from rdfmem.store.history_reads import Change, Version, changes, history_graphs, state_at
 from rdfmem.store.history_reads import versions_of as _versions_of
 from rdfmem.store.indexes.hub import IndexHub

@@ -8,6 +8,7 @@ from the strings it needs: no ``Quad``, ``NamedNode`` nor ``Stamp`` is made on t
 and the entry's literal is written out once for both graphs. It records exactly the quads
 ``Recorder.record`` makes for the same activity (``tests/test_history_entry.py``).
 
+>>> import datetime as _dt
 >>> from pyoxigraph import Literal
 >>> from rdfmem.store.history import HistoryClock, Recorder
 >>> class Fixed(HistoryClock):
@@ -24,64 +25,28 @@ and the entry's literal is written out once for both graphs. It records exactly 
 
 from __future__ import annotations
 
-import datetime as _dt
 import random
 from collections.abc import Sequence
 
 from pyoxigraph import Literal
 
 from rdfmem.store.history import (
-    ACTIVITY_PREFIX,
-    ASSOCIATED,
-    ENDED,
-    GENERATED_AT,
-    GENERATED_BY,
     HISTORY_PREFIX,
-    HOUR,
-    INVALIDATED_AT,
-    LATEST,
-    RDF_TYPE,
-    REASON,
-    REVISION_OF,
-    SPECIALIZES,
-    TOMBSTONE,
     VALUE,
     VERSION_PREFIX,
-    XSD_DATETIME,
     Recorder,
+    activity_data,
     current_attribution,
-    depth_of,
     time_of_version,
+    time_token,
     token_of_version,
-    utc_time,
+    version_data,
+    when_text,
 )
 
-__all__ = ["EntryTexts", "EntryWrite", "activity_data", "entry_request", "new_token"]
+__all__ = ["EntryTexts", "EntryWrite", "entry_request", "new_token"]
 
-_UTC = _dt.timezone.utc
-_ENDED = f"<{ENDED.value}>"
-_ASSOCIATED = f"<{ASSOCIATED.value}>"
-_HOUR = f"<{HOUR.value}>"
-_REASON = f"<{REASON.value}>"
-_SPECIALIZES = f"<{SPECIALIZES.value}>"
-_GENERATED_AT = f"<{GENERATED_AT.value}>"
-_GENERATED_BY = f"<{GENERATED_BY.value}>"
-_REVISION_OF = f"<{REVISION_OF.value}>"
-_INVALIDATED_AT = f"<{INVALIDATED_AT.value}>"
-_LATEST = f"<{LATEST.value}>"
 _VALUE = f"<{VALUE.value}>"
-_TOMBSTONE = f" ; <{RDF_TYPE.value}> <{TOMBSTONE.value}>"
-_DATETIME = XSD_DATETIME.value
-
-
-def _token(at: _dt.datetime) -> str:
-    # ``time_token`` of a clock's time (in UTC already, as a ``HistoryClock`` gives it).
-    if at.tzinfo is not _UTC:
-        at = utc_time(at)
-    return (
-        f"{at.year:04d}{at.month:02d}{at.day:02d}T{at.hour:02d}{at.minute:02d}"
-        f"{at.second:02d}.{at.microsecond:06d}Z"
-    )
 
 
 def new_token(recorder: Recorder, newest: str = "") -> str:
@@ -95,28 +60,14 @@ def new_token(recorder: Recorder, newest: str = "") -> str:
     (32, '29991231T235959.999999Z')
     """
     clock = recorder.clock
-    token = _token(clock.now())
+    token = time_token(clock.now())
     if newest and token <= newest:
         # A head from a clock ahead of this process's (rare): its time is read.
         after = time_of_version(f"{VERSION_PREFIX}{newest}")
-        token = _token(clock.now(after))
+        token = time_token(clock.now(after))
     # Unique across processes writing at the same microsecond (``random`` is seeded again
     # in a forked child).
     return f"{token}-{random.getrandbits(32):08x}"
-
-
-def activity_data(token: str, by: str, why: str | None, when: str) -> str:
-    """The quads of the activity ``token`` (``Stamp.quads``: its time ``when``, the
-    ``when_text`` of the token; its agent ``by``, its reason ``why`` and its hour) as
-    SPARQL DATA text, ending with " ."."""
-    t = token
-    text = (
-        f"<{ACTIVITY_PREFIX}{token}> {_ENDED} {when} ; {_ASSOCIATED} <{by}> ; "
-        f'{_HOUR} "{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}"'
-    )
-    if why is not None:
-        text += f" ; {_REASON} {Literal(why)}"
-    return text + " ."
 
 
 class EntryTexts:
@@ -168,39 +119,21 @@ def entry_request(
     by = said.by or recorder.agent
     why = said.why
     token = when or new_token(recorder, "" if head is None else token_of_version(head))
-    t = token
-    at = f'"{t[0:4]}-{t[4:6]}-{t[6:8]}T{t[9:11]}:{t[11:13]}:{t[13:22]}Z"^^<{_DATETIME}>'
-    activity = f"<{ACTIVITY_PREFIX}{token}>"
-    if head is None:
-        version = f"{VERSION_PREFIX}{token}-0-d1"
-    else:
-        depth = depth_of(head)
-        tail = "" if depth is None else f"-d{depth + 1}"
-        version = f"{VERSION_PREFIX}{token}-0{tail}"
-    s, v, g, p = f"<{subject}>", f"<{version}>", texts.graph, texts.predicate
-    added = [
-        f"GRAPH {texts.history} {{ {activity_data(token, by, why, at)} {v} {_SPECIALIZES} {s} ; "
-        f"{_GENERATED_AT} {at} ; {_GENERATED_BY} {activity}"
-    ]
-    if head is not None:
-        added.append(f" ; {_REVISION_OF} <{head}>")
-    data = []
+    at = when_text(token)
+    s, p = f"<{subject}>", texts.predicate
+    data, state = [], []
     for value in new:
-        text = str(value)
-        data.append(f"{s} {p} {text} .")
+        literal = str(value)
+        data.append(f"{s} {p} {literal} .")
         # The JSON text as a plain string (``Recorder.record``: Virtuoso mishandles one
         # typed literal written twice in a request): the literal's text up to its datatype.
-        added.append(f" ; {_VALUE} {text[: text.rindex(chr(34)) + 1]}")
-    if not new:
-        added.append(_TOMBSTONE)
-    added.append(f" . {s} {_LATEST} {v} .")
-    if head is not None:
-        added.append(f" <{head}> {_INVALIDATED_AT} {at} .")
-    added.append(" }")
+        state.append(f" ; {_VALUE} {literal[: literal.rindex(chr(34)) + 1]}")
+    version, text, head_gone = version_data(token, 0, subject, head, at, state)
+    added = [f"GRAPH {texts.history} {{ {activity_data(token, by, why, at)}{text} }}"]
     if data:
-        added.append(f" GRAPH {g} {{ {' '.join(data)} }}")
+        added.append(f" GRAPH {texts.graph} {{ {' '.join(data)} }}")
     gone = [f"{s} {p} {value} ." for value in old]
-    removed = f"GRAPH {g} {{ {' '.join(gone)} }}" if gone else ""
-    if head is not None:
-        removed += f" GRAPH {texts.history} {{ {s} {_LATEST} <{head}> . }}"
+    removed = f"GRAPH {texts.graph} {{ {' '.join(gone)} }}" if gone else ""
+    if head_gone:
+        removed += f" GRAPH {texts.history} {{ {head_gone} }}"
     return EntryWrite(removed, "".join(added), version, not new, by, why)
