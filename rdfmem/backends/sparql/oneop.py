@@ -23,9 +23,15 @@ operations after it fail the request when the receipt is missing (the fence's tr
 was written from the answer itself. Those later operations only read and
 drop scratch graphs: whatever happens to them, the data is as one operation left it.
 
-The ``WHERE`` of a guarded operation is a ``UNION`` of branches (the main one binds the
-server's ``NOW()`` for the change log; each blank-node pattern and each scratch graph has
-its own), so it has several solutions; a template triple holding a blank node would be
+**Literals by pattern**: Virtuoso does not remove a literal of a datatype it does not know
+(``rdf:JSON``, a vector) that an operation over several graphs names to delete (a guarded
+one writes its receipt; a change record goes to the log's graph), so such an operation
+deletes that quad by pattern, binding its literal by text and datatype (``by_text``).
+
+The ``WHERE`` of a guarded operation, or of one that deletes a literal by pattern, is a
+``UNION`` of branches (the main one binds the server's ``NOW()`` for the change log; each
+blank-node pattern, literal pattern and scratch graph has its own), so it has several
+solutions; a template triple holding a blank node would be
 minted once per solution, so such triples take their predicate from a variable bound in
 the main branch only (Virtuoso implements no ``BNODE()``).
 """
@@ -37,7 +43,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pyoxigraph import BlankNode, DefaultGraph, NamedNode, Quad
+from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad
 
 from rdfmem.backends.sparql.wire import (
     STAGING_PREFIX,
@@ -57,6 +63,8 @@ __all__ = [
     "refused_at",
     "StagedPlan",
     "blank_pattern",
+    "by_text",
+    "named_safely",
     "staged_plan",
     "write_operation",
 ]
@@ -66,6 +74,21 @@ APPLIED = "<urn:rdfmem:applied>"
 #: A staged part's mark: the server's time it arrived, and its number.
 STAGED_AT = "<urn:rdfmem:stagedAt>"
 STAGED_PART = "<urn:rdfmem:stagedPart>"
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+#: The datatypes of literals that Virtuoso stores as values of its own (and plain and
+#: language-tagged strings). It stores a literal of any other datatype (``rdf:JSON``: every
+#: key/value entry; a vector; ``xsd:anyURI`` …) as typed text, and does not remove one that
+#: an operation names to delete when the operation's templates name more than one graph,
+#: or one graph in two ``GRAPH`` groups: ``DELETE DATA`` of two graphs, or a ``DELETE``
+#: beside an ``INSERT`` into another graph (a change record, a receipt), even with
+#: ``WHERE {}`` (Virtuoso 7.2.5). A variable bound by matching the stored quad removes it.
+_NATIVE = frozenset(
+    [_XSD + t for t in ("string", "boolean", "integer", "decimal", "double", "float")]
+    + [_XSD + t for t in ("int", "long", "short", "byte", "dateTime", "date")]
+    + [_XSD + t for t in ("nonNegativeInteger", "positiveInteger", "unsignedInt")]
+    + ["http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"]
+)
 
 
 @dataclass
@@ -107,19 +130,47 @@ def refused_at(error: BaseException, gate: NamedNode) -> bool:
     return False
 
 
+def by_text(quad: Quad) -> bool:
+    """Whether the quad's object is a literal that Virtuoso keeps when an operation's
+    templates name other graphs too (``_NATIVE``): such a quad is removed by
+    ``blank_pattern``, its literal matched by text and datatype.
+
+    >>> s = NamedNode("urn:s")
+    >>> json = NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON")
+    >>> by_text(Quad(s, s, Literal("{}", datatype=json))), by_text(Quad(s, s, Literal("1")))
+    (True, False)
+    """
+    term = quad.object
+    return isinstance(term, Literal) and term.datatype.value not in _NATIVE
+
+
 def blank_pattern(quad: Quad, n: str, default_graph: NamedNode | None) -> tuple[str, str]:
     """The quad as a template whose blank nodes are variables ``?b{n}s`` / ``?b{n}o``, and
-    as a pattern restricted to blank nodes, in its graph on the wire.
+    as a pattern restricted to blank nodes, in its graph on the wire; an object that is a
+    literal Virtuoso would keep (``by_text``) is the variable ``?b{n}o`` too, matched by
+    its text and datatype.
 
     >>> q = Quad(BlankNode("x"), NamedNode("urn:p"), NamedNode("urn:o"), DefaultGraph())
     >>> blank_pattern(q, "0", None)
     ('?b0s <urn:p> <urn:o> .', '?b0s <urn:p> <urn:o> . FILTER(isBlank(?b0s))')
+    >>> q = Quad(NamedNode("urn:s"), NamedNode("urn:p"), Literal("a", datatype=q.predicate),
+    ...     NamedNode("urn:g"))
+    >>> print(blank_pattern(q, "1", None)[1])  # doctest: +NORMALIZE_WHITESPACE
+    GRAPH <urn:g> { <urn:s> <urn:p> ?b1o . } FILTER(isLiteral(?b1o) && STR(?b1o) = "a"
+    && DATATYPE(?b1o) = <urn:p>)
     """
     parts, filters = [], []
     for slot, term in (("s", quad.subject), ("p", quad.predicate), ("o", quad.object)):
+        var = f"?b{n}{slot}"
         if isinstance(term, BlankNode):
-            parts.append(f"?b{n}{slot}")
-            filters.append(f"FILTER(isBlank(?b{n}{slot}))")
+            parts.append(var)
+            filters.append(f"FILTER(isBlank({var}))")
+        elif isinstance(term, Literal) and slot == "o" and by_text(quad):
+            parts.append(var)
+            text, datatype = sparql_term(Literal(term.value)), sparql_term(term.datatype)
+            filters.append(
+                f"FILTER(isLiteral({var}) && STR({var}) = {text} && DATATYPE({var}) = {datatype})"
+            )
         else:
             parts.append(sparql_term(term))
     triple = " ".join(parts) + " ."
@@ -221,6 +272,19 @@ def _blank_template(quads: Sequence[Quad], default_graph: NamedNode | None) -> t
     return template, binds
 
 
+def named_safely(
+    remove: Sequence[Quad], add: Sequence[Quad], default_graph: NamedNode | None
+) -> bool:
+    """Whether an operation without ``WHERE`` may name the quads it removes (``DELETE
+    DATA``, ``DELETE { … } INSERT { … } WHERE {}``): none holds a literal Virtuoso would
+    keep (``by_text``), or the operation writes one graph, in one ``GRAPH`` group a side.
+    """
+    if not any(by_text(q) for q in remove):
+        return True
+    graphs = {graph_on_wire(q.graph_name, default_graph) for q in (*remove, *add)}
+    return len(graphs) == 1 and not any(has_blank(q) for q in add)
+
+
 def write_operation(
     remove: Sequence[Quad],
     add: Sequence[Quad],
@@ -232,17 +296,29 @@ def write_operation(
     """The request writing ``remove`` / ``add`` (quads without blank nodes to remove; blank
     nodes to add are minted by the server), ``change`` (a change-log template using
     ``?now``, the server's ``NOW()``) and what ``guard`` adds, as one operation (plus,
-    when guarded, the receipt check after it).
+    when guarded, the receipt check after it). A quad to remove whose literal Virtuoso
+    would keep if named (``by_text``) is removed by pattern, unless the operation is a
+    plain edit of one graph (``named_safely``).
 
     >>> s, p = NamedNode("urn:s"), NamedNode("urn:p")
     >>> print(write_operation([Quad(s, p, s)], [Quad(s, p, p)], default_graph=None))
     DELETE { <urn:s> <urn:p> <urn:s> . } INSERT { <urn:s> <urn:p> <urn:p> . } WHERE {}
+    >>> old = Quad(s, p, Literal("1", datatype=p), NamedNode("urn:g"))
+    >>> print(write_operation([old], [Quad(s, p, p)], default_graph=None))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    DELETE { GRAPH <urn:g> { <urn:s> <urn:p> ?bt0o . } } INSERT { <urn:s> <urn:p> <urn:p> . }
+    WHERE { { BIND(NOW() AS ?now) } UNION { GRAPH <urn:g> { <urn:s> <urn:p> ?bt0o . }
+    FILTER(isLiteral(?bt0o) && STR(?bt0o) = "1" && DATATYPE(?bt0o) = <urn:p>) } }
     """
+    matched: list[Quad] = []
+    if guard is not None or change or not named_safely(remove, add, default_graph):
+        matched = [q for q in remove if by_text(q)]
+        remove = [q for q in remove if not by_text(q)]
     plain_add = [q for q in add if not has_blank(q)]
     blank_add = [q for q in add if has_blank(q)]
     deletes = [quad_data(remove, default_graph)] if remove else []
     inserts = [quad_data(plain_add, default_graph)] if plain_add else []
-    if guard is None:
+    if guard is None and not matched:
         if blank_add:
             inserts.append(quad_data(blank_add, default_graph))
         if change:
@@ -252,6 +328,7 @@ def write_operation(
             return f"INSERT DATA {{ {' '.join(inserts)} }}"
         head = f"DELETE {{ {' '.join(deletes)} }} " if deletes else ""
         return f"{head}INSERT {{ {' '.join(inserts)} }} WHERE {{{where}}}"
+    # The WHERE is a UNION: the main branch (one solution) and one branch per pattern.
     main = ["BIND(NOW() AS ?now)"]
     if blank_add:
         template, binds = _blank_template(blank_add, default_graph)
@@ -259,18 +336,28 @@ def write_operation(
         main.append(binds)
     if change:
         inserts.append(change)
-    receipt = sparql_term(guard.receipt)
-    inserts.append(f"GRAPH {receipt} {{ {receipt} {APPLIED} true . }}")
-    deletes += guard.deletes
-    inserts += guard.inserts
+    branches = [" ".join(main)]
+    for i, quad in enumerate(matched):
+        template, where = blank_pattern(quad, f"t{i}", default_graph)
+        deletes.append(template)
+        branches.append(where)
     checks = []
-    for i, (pattern, expected) in enumerate(guard.counts):
-        checks.append(
-            f"{{ SELECT (COUNT(*) AS ?n{i}) WHERE {{ {pattern} }} }} FILTER(?n{i} = {expected})"
-        )
-    branches = " UNION ".join(f"{{ {b} }}" for b in [" ".join(main), *guard.branches])
+    if guard is not None:
+        receipt = sparql_term(guard.receipt)
+        inserts.append(f"GRAPH {receipt} {{ {receipt} {APPLIED} true . }}")
+        deletes += guard.deletes
+        inserts += guard.inserts
+        branches += guard.branches
+        for i, (pattern, expected) in enumerate(guard.counts):
+            checks.append(
+                f"{{ SELECT (COUNT(*) AS ?n{i}) WHERE {{ {pattern} }} }} FILTER(?n{i} = {expected})"
+            )
+    union = " UNION ".join(f"{{ {b} }}" for b in branches)
     head = f"DELETE {{ {' '.join(deletes)} }} " if deletes else ""
-    operation = f"{head}INSERT {{ {' '.join(inserts)} }} WHERE {{ {' '.join(checks)} {branches} }}"
+    body = f"INSERT {{ {' '.join(inserts)} }} " if inserts else ""
+    operation = f"{head}{body}WHERE {{ {' '.join([*checks, union])} }}"
+    if guard is None:
+        return operation
     gate = sparql_term(guard.gate)
     check = (
         f"INSERT {{ GRAPH {gate} {{ {gate} {APPLIED} false . }} }} WHERE {{ "

@@ -11,10 +11,11 @@ through ``Server``, which ``SparqlBackend`` is.
 one SPARQL Update operation (``oneop``): Virtuoso keeps the operations of a request that
 came before one that failed, so a write of several operations could end half applied (a
 server that undoes a whole request, Oxigraph server, gets the plain ``INSERT DATA`` /
-``DELETE DATA`` operations of an unconditional write). One exception: on such a server an
-unconditional edit that removes quads goes as its own operation, its change record as a
-second one right after it (Virtuoso does not remove a literal of a datatype it does not
-know, named in a ``DELETE`` template whose ``WHERE`` binds ``NOW()``). A
+``DELETE DATA`` operations of an unconditional write). Virtuoso does not remove a literal
+of a datatype it does not know (``rdf:JSON``: every key/value entry; a vector) that an
+operation names to delete beside its change record, its receipt or another graph: in such
+an operation the quad is deleted by pattern, its literal matched by text and datatype
+(``oneop.by_text``); ``DELETE DATA`` of several graphs goes that way too. A
 blank-node delete is conditional, in that operation, on the pattern still matching as many
 blank nodes as the check counted (a node another client added meanwhile is never removed);
 when the condition fails the write changes nothing and is planned again.
@@ -47,6 +48,7 @@ from rdfmem.backends.sparql.oneop import (
     STAGED_AT,
     Guard,
     blank_pattern,
+    named_safely,
     staged_plan,
     write_operation,
 )
@@ -161,26 +163,18 @@ def prepare(
     try:
         guarded = guard if guard.counts else None
         single = not (plain and add) and not change  # one plain operation anyway
-        if guarded is None and (single or backend.whole_requests()):
+        by_name = single and named_safely(plain, add, backend.default_graph)
+        if guarded is None and (by_name or backend.whole_requests()):
             # One operation, or a server that applies a request whole (Oxigraph server).
             ops = edit_requests(plain, add, default_graph=backend.default_graph)
             if change:
                 ops.append(f"INSERT {{ {change} }} WHERE {{ BIND(NOW() AS ?now) }}")
             return scratch, [" ; ".join(ops)], None
-        if guarded is None and change and plain:
-            # Virtuoso keeps a literal of a datatype it does not know (rdf:JSON, a vector)
-            # that a DELETE template names when the WHERE has a solution (``BIND(NOW())``),
-            # so such an edit went in with its record and the old value stayed beside the
-            # new one. The edit goes as its own operation (``WHERE {}``: applied whole) and
-            # its record right after it in the same request: a record is never seen before
-            # its edit; a server failing between the two leaves an edit that followers read
-            # at their next whole read (``max_age_s``), never a half edit.
-            edit = write_operation(plain, add, default_graph=backend.default_graph)
-            request = f"{edit} ;\nINSERT {{ {change} }} WHERE {{ BIND(NOW() AS ?now) }}"
-        else:
-            request = write_operation(
-                plain, add, default_graph=backend.default_graph, change=change, guard=guarded
-            )
+        # Literals Virtuoso would keep (rdf:JSON, vectors) are removed by pattern here,
+        # unless the operation is a plain edit of one graph (``oneop.by_text``).
+        request = write_operation(
+            plain, add, default_graph=backend.default_graph, change=change, guard=guarded
+        )
         if scratch:
             request += " ;\n" + " ;\n".join(f"DROP SILENT GRAPH {sparql_term(g)}" for g in scratch)
     except BaseException:
