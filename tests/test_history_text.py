@@ -1,5 +1,5 @@
 """A versioned key/value write on an embedded Oxigraph store sends its history as SPARQL
-DATA text written straight from strings (``Recorder.record_text``, issue 24): it must record
+DATA text written straight from strings (``history_text.record_text``, issue 24): it must record
 exactly the quads ``Recorder.record`` makes, and a store written that way reads back the
 same history as one written through ``Quad`` objects."""
 
@@ -17,6 +17,7 @@ from stored_quads import stored, stored_text
 from rdfmem import RdfStore
 from rdfmem.backends.oxigraph import OxigraphBackend
 from rdfmem.store.history import VALUE, HistoryClock, Recorder, attributed
+from rdfmem.store.history_text import record_text
 
 UTC = dt.timezone.utc
 GRAPH = NamedNode("urn:rdfmem:graph:store")
@@ -56,8 +57,8 @@ def test_record_text_holds_the_quads_of_record(case: str, why: str | None) -> No
         gone, added = recorder.record(GRAPH, changes, heads, rename={PRED: VALUE}, made=made_quads)
         random.seed(24)
         made_text: list[tuple[str, str, bool]] = []
-        removed, inserted = recorder.record_text(
-            GRAPH, changes, heads, rename={PRED: VALUE}, made=made_text
+        removed, inserted = record_text(
+            recorder, GRAPH, changes, heads, rename={PRED: VALUE}, made=made_text
         )
     assert stored_text(inserted) == stored(added)
     assert stored_text(removed) == stored(gone)

@@ -35,14 +35,12 @@ from rdfmem.store.history import (
     VALUE,
     VERSION_PREFIX,
     Recorder,
-    activity_data,
     current_attribution,
     time_of_version,
     time_token,
     token_of_version,
-    version_data,
-    when_text,
 )
+from rdfmem.store.history_text import activity_data, version_data, when_text
 
 __all__ = ["EntryTexts", "EntryWrite", "entry_request", "new_token"]
 
@@ -60,7 +58,7 @@ def new_token(recorder: Recorder, newest: str = "") -> str:
     (32, '29991231T235959.999999Z')
     """
     clock = recorder.clock
-    token = time_token(clock.now())
+    token = clock.token()
     if newest and token <= newest:
         # A head from a clock ahead of this process's (rare): its time is read.
         after = time_of_version(f"{VERSION_PREFIX}{newest}")

@@ -26,6 +26,7 @@ from rdfmem.store.history import (
 from rdfmem.store.history_compact import retained
 from rdfmem.store.history_entry import EntryTexts, entry_request
 from rdfmem.store.history_reads import subjects_at, version_at
+from rdfmem.store.history_text import record_text
 from rdfmem.store.history_wire import apply_versioned
 from rdfmem.store.indexes.hub import IndexHub
 from rdfmem.store.indexes.versions import VersionIndex, fresh_index
@@ -141,7 +142,7 @@ class KeyValue:
         #: writes hold ``backend.lock``), for ``_apply`` to note.
         self._pending: tuple[VersionIndex, list[tuple[str, str, bool]]] | None = None
         #: The history of the write in progress as SPARQL DATA text (an embedded Oxigraph
-        #: store without retention: ``Recorder.record_text``), for ``_apply`` to send.
+        #: store without retention: ``history_text.record_text``), for ``_apply`` to send.
         self._pending_text: tuple[str, str] | None = None
         prefix = self._codec.ns_prefix
         self._range = prefix if prefix[-1:] and prefix[-1] in RANGE_DELIMITERS else None
@@ -242,8 +243,8 @@ class KeyValue:
             if recorder.retention is None and isinstance(backend, OxigraphBackend):
                 # Straight to text: no ``Quad`` objects for the history (the state is
                 # the entries' quads: IRIs and literals, no blank node).
-                self._pending_text = recorder.record_text(
-                    self._kv_graph, changes, heads, rename=self._renames, made=made
+                self._pending_text = record_text(
+                    recorder, self._kv_graph, changes, heads, rename=self._renames, made=made
                 )
                 return [], []
         gone, added = recorder.record(
