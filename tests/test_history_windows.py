@@ -116,3 +116,24 @@ def test_a_long_window_reads_a_query_per_day_and_keeps_the_order(
     assert [(c.at, c.key) for c in found] == [(m, k) for m, k, _, _ in WRITES]
     assert [c.version for c in found] == sorted(c.version for c in found)
     assert all(c.activity.startswith("urn:rdfmem:activity:") for c in found)
+
+
+@pytest.mark.parametrize(
+    "since",
+    [
+        at(0) - dt.timedelta(days=366 * 2),  # two years before: over a year of buckets
+        dt.datetime(1970, 1, 1, tzinfo=UTC),
+        dt.datetime(1, 1, 1, tzinfo=UTC),
+    ],
+)
+def test_a_window_of_more_than_a_year_holds_every_write_in_it(
+    make_store: StoreFactory, since: dt.datetime
+) -> None:
+    # "What changed since the last run", a run over a year ago or never: not one bucket
+    # a query for every hour since, nor the first year's buckets alone.
+    store = make_store(history=True)
+    write_history(store)
+    until = at(23) + dt.timedelta(days=400)
+    assert seen(store, since, until) == expected(since, until)
+    assert seen(store, since, until, graph=KV.value) == expected(since, until)
+    assert seen(store, since, at(11, 30)) == expected(since, at(11, 30))

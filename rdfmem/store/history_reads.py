@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import datetime as _dt
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,9 @@ __all__ = ["Change", "Version", "changes", "state_at", "version_at", "versions_o
 _BOOKKEEPING = frozenset(
     {SPECIALIZES, GENERATED_AT, GENERATED_BY, INVALIDATED_AT, REVISION_OF, LATEST, SKIP}
 )
-_MAX_BUCKETS = 24 * 366  # a changes_since window longer than a year is refused
+#: The most ``rm:hour`` buckets a ``changes_since`` window is read by (a year); a longer
+#: window is read by one scan of the activities between its ends.
+_MAX_BUCKETS = 24 * 366
 
 
 @dataclass(frozen=True)
@@ -303,13 +305,17 @@ def subjects_at(
     return {s: v for s, (_, v) in best.items() if str(v) not in dead}
 
 
-def _buckets(since: _dt.datetime, until: _dt.datetime) -> Iterator[str]:
+def _buckets(since: _dt.datetime, until: _dt.datetime) -> list[str | None]:
+    # The ``rm:hour`` buckets of the window, or ``[None]`` (every bucket, one scan) when
+    # it spans more than ``_MAX_BUCKETS`` hours.
     hour = utc_time(since).replace(minute=0, second=0, microsecond=0)
-    for _ in range(_MAX_BUCKETS):
-        if hour > until:
-            return
-        yield hour_bucket(hour)
-        hour += _dt.timedelta(hours=1)
+    if (until - hour) // _HOUR >= _MAX_BUCKETS:
+        return [None]
+    found: list[str | None] = []
+    while hour <= until:
+        found.append(hour_bucket(hour))
+        hour += _HOUR
+    return found
 
 
 _Keys = tuple[str, Callable[[str], "str | None"]]
@@ -340,8 +346,7 @@ def changes(
     end = utc_time(until) if until is not None else _dt.datetime.now(_dt.timezone.utc)
     if end < start:
         return []
-    hours = (end - start.replace(minute=0, second=0, microsecond=0)) // _HOUR + 1
-    if hub is not None and isinstance(backend, OxigraphBackend) and hours <= _MAX_BUCKETS:
+    if hub is not None and isinstance(backend, OxigraphBackend):
         found = _logged(backend, hub, start, end, graph, keys)
         if found is not None:
             return found
@@ -426,7 +431,7 @@ def _bucketed(
     # ``changes`` read through the ``rm:hour`` buckets of the window (``within``: only
     # these history graphs, when ``graph`` is None).
     low, high = time_token(start), time_token(end)
-    buckets = list(_buckets(start, end))
+    buckets = _buckets(start, end)
     only = " ".join(sparql_term(NamedNode(h)) for h in within)
     blocks = [
         _bucket_block(
@@ -467,12 +472,13 @@ def _bucketed(
 
 
 def _bucket_block(
-    graph: NamedNode | None, bucket: str, low: str | None, high: str | None, only: str = ""
+    graph: NamedNode | None, bucket: str | None, low: str | None, high: str | None, only: str = ""
 ) -> str:
     # One bucket's versions: the bucket is one index lookup; in the window's first and last
     # buckets, the activities outside the window are dropped before their versions are
     # joined (an activity's IRI begins with its time, as its versions' do). ``only``: the
-    # history graphs ``?h`` may be (SPARQL terms), when ``graph`` is None.
+    # history graphs ``?h`` may be (SPARQL terms), when ``graph`` is None. ``bucket`` None:
+    # the activities of every bucket between ``low`` and ``high`` (a window over a year).
     where = f"GRAPH {sparql_term(history_graph(graph))}" if graph is not None else "GRAPH ?h"
     if graph is None and only:
         where = f"VALUES ?h {{ {only} }} {where}"
@@ -482,8 +488,9 @@ def _bucket_block(
     if high is not None:
         bounds.append(f"STR(?a) <= {sparql_term(Literal(ACTIVITY_PREFIX + high + '~'))}")
     cut = f"FILTER ({' && '.join(bounds)}) " if bounds else ""
+    hour = "?hour" if bucket is None else sparql_term(Literal(bucket))
     return (
-        f"{{ {where} {{ ?a <{HOUR_IRI}> {sparql_term(Literal(bucket))} . {cut}"
+        f"{{ {where} {{ ?a <{HOUR_IRI}> {hour} . {cut}"
         f"?v <{GENERATED_BY.value}> ?a ; <{SPECIALIZES.value}> ?s . "
         f"OPTIONAL {{ ?a <{ASSOCIATED.value}> ?by }} OPTIONAL {{ ?a <{REASON.value}> ?why }} "
         f"OPTIONAL {{ ?v a ?dead }} }} }}"
