@@ -27,16 +27,20 @@ __all__ = [
     "ACCEPT",
     "RESULTS",
     "RETRIES",
+    "TSV_RESULTS",
     "answer_rows",
     "answered",
     "results",
     "retry_pause",
+    "rows_accept",
     "truncated",
     "unreachable",
 ]
 
 #: The media type rdfmem asks for its own SELECT and ASK queries.
 RESULTS = "application/sparql-results+json"
+#: What rdfmem's own SELECTs ask an Oxigraph server for (``rows_accept``).
+TSV_RESULTS = "text/tab-separated-values"
 #: By query form: Virtuoso answers CONSTRUCT with SELECT-style rows if results come first.
 ACCEPT = {
     "SELECT": "application/sparql-results+json, application/sparql-results+xml;q=0.8",
@@ -123,6 +127,18 @@ def answer_rows(response: httpx.Response) -> tuple[list[str], list[dict[str, Any
     finally:
         del parsed
     return variables, rows
+
+
+def rows_accept(server: str) -> str:
+    """The results format to ask for rdfmem's own SELECTs (``SparqlBackend.select_rows``):
+    TSV from an Oxigraph server, which writes it faster than JSON and whose rows parse in
+    less than half the time (the whole reads of a follower: 30 MB of vectors at 10,000
+    memories); JSON from any other server (or before the server is known).
+
+    >>> rows_accept("oxigraph/0.4"), rows_accept("Virtuoso/07.20")
+    ('text/tab-separated-values', 'application/sparql-results+json')
+    """
+    return TSV_RESULTS if server.lower().startswith("oxigraph") else RESULTS
 
 
 def truncated(response: httpx.Response) -> int:
