@@ -1,28 +1,44 @@
 """A versioned write on a SPARQL server: the data and its history in one request.
 
-``SparqlBackend.apply`` writes ``INSERT DATA`` then one ``DELETE DATA`` naming every graph.
-Virtuoso 7 leaves a typed literal (an entry's ``rdf:JSON`` value) in place when a
-``DELETE DATA`` after an ``INSERT DATA`` of the same request names two graphs, and a
-versioned write removes from two (the old entry, and the history graph's
-``rm:latestVersion``). So a versioned write that fits one request is written here as one
-``DELETE DATA`` per graph, in the same request; larger ones (staged) go through ``apply``.
+The write removes from two graphs (the old entry, and the history graph's
+``rm:latestVersion``) and, with the change log, records **one change record per graph**:
+a record naming one graph lists its subjects, so the data's followers read those subjects
+only. How it travels depends on the server:
+
+* a server that applies a request whole (Oxigraph server: ``whole_requests``) gets the
+  inserts, then one ``DELETE DATA`` per graph, then the records, as one request of several
+  operations (plain data: the fastest for it to apply);
+* any other (Virtuoso keeps the operations of a request before one that failed, e.g. on a
+  deadlock between writers) gets the write as **one** operation
+  (``oneop.write_operation``), its records in the same ``INSERT`` template: the data,
+  its version and its records land together or not at all. Virtuoso does not remove a
+  literal of a datatype it does not know (an entry's ``rdf:JSON`` value) that an operation
+  over several graphs names to delete, so that operation deletes such a literal by a
+  pattern binding the stored one (``oneop.by_text``).
+
+A write with blank nodes, or too large for one operation, goes through ``apply`` (staged
+on Virtuoso, one guarded operation, one record naming both graphs).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyoxigraph import DefaultGraph, NamedNode, Quad
 
 from rdfmem.backends.base import Backend
 from rdfmem.backends.sparql.client import SparqlBackend
-from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, log_change
+from rdfmem.backends.sparql.oneop import write_operation
+from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, change_template
 from rdfmem.backends.sparql.wire import edit_requests, has_blank, to_wire
 
-__all__ = ["apply_versioned", "change_records", "versioned_request"]
+__all__ = ["apply_versioned", "change_records", "versioned_request", "versioned_write"]
 
 _ONE_REQUEST = 1000  # quads: beyond this the backend may stage the write
+#: Quads of a versioned write sent as one operation to a server that does not apply a
+#: request whole (Virtuoso refuses an update of ~1,500 quads; ``apply`` stages above 500).
+_ONE_OPERATION = 500
 
 
 def versioned_request(
@@ -47,27 +63,82 @@ def versioned_request(
     return ops
 
 
-def change_records(log: NamedNode, quads: Sequence[Quad]) -> list[str]:
+def change_records(
+    log: NamedNode, quads: Sequence[Quad], name: Callable[[], str] | None = None
+) -> list[str]:
     """One change-log record per graph written, each naming that graph's subjects (the
     log lists subjects only for a write to one graph: one record for the data graph and
-    one for its history graph keeps the data's followers reading those subjects only)."""
+    one for its history graph keeps the data's followers reading those subjects only);
+    ``name`` makes each record's name (``SparqlBackend.record_name``: known as this
+    client's own)."""
+    return [
+        f"INSERT {{ {t} }} WHERE {{ BIND(NOW() AS ?now) }}"
+        for t in _change_templates(log, quads, name)
+    ]
+
+
+def _change_templates(
+    log: NamedNode, quads: Sequence[Quad], name: Callable[[], str] | None
+) -> list[str]:
+    """``change_records``' templates (``?now``: the server's ``NOW()``)."""
     per_graph: dict[str, list[NamedNode]] = {}
     for q in quads:
-        name = q.graph_name
-        label = DEFAULT_GRAPH_LABEL if isinstance(name, DefaultGraph) else name.value
+        graph = q.graph_name
+        label = DEFAULT_GRAPH_LABEL if isinstance(graph, DefaultGraph) else graph.value
         subject = to_wire(q.subject)
         listed = per_graph.setdefault(label, [])
         if isinstance(subject, NamedNode):
             listed.append(subject)
+    fresh = name or (lambda: uuid.uuid4().hex)
     return [
-        log_change(log, uuid.uuid4().hex, [graph], list(dict.fromkeys(subjects)))
+        change_template(log, fresh(), [graph], list(dict.fromkeys(subjects)))
         for graph, subjects in sorted(per_graph.items())
     ]
 
 
+def versioned_write(
+    remove: Sequence[Quad],
+    add: Sequence[Quad],
+    default_graph: NamedNode | None,
+    *,
+    whole: bool,
+    log: NamedNode | None = None,
+    name: Callable[[], str] | None = None,
+) -> str:
+    """The request of a versioned write without blank nodes, with its change records in
+    ``log`` (None: no change log), one per graph, named by ``name``; ``""`` when it
+    changes nothing. ``whole``: the server applies a request whole, so several operations
+    may go; else one operation (see the module's docstring).
+
+    >>> g, h = NamedNode("urn:g"), NamedNode("urn:h")
+    >>> a = Quad(NamedNode("urn:s"), NamedNode("urn:p"), NamedNode("urn:o"), g)
+    >>> b = Quad(NamedNode("urn:s"), NamedNode("urn:q"), NamedNode("urn:o"), h)
+    >>> versioned_write([a], [b], None, whole=True).count(" ; ")
+    1
+    >>> print(versioned_write([a], [b], None, whole=False))  # doctest: +NORMALIZE_WHITESPACE
+    DELETE { GRAPH <urn:g> { <urn:s> <urn:p> <urn:o> . } }
+    INSERT { GRAPH <urn:h> { <urn:s> <urn:q> <urn:o> . } } WHERE {}
+    >>> one = versioned_write([a], [b], None, whole=False, log=NamedNode("urn:log"))
+    >>> one.count("WHERE"), one.count("GRAPH <urn:log>")  # one operation, two records
+    (1, 2)
+    """
+    if whole:
+        ops = versioned_request(remove, add, default_graph)
+        if ops and log is not None:
+            ops.extend(change_records(log, [*remove, *add], name))
+        return " ; ".join(ops)
+    kept = set(remove) & set(add)
+    plain = [q for q in remove if q not in kept]
+    added = [q for q in add if q not in kept]
+    if not plain and not added:
+        return ""
+    change = " ".join(_change_templates(log, [*remove, *add], name)) if log else ""
+    return write_operation(plain, added, default_graph=default_graph, change=change)
+
+
 def apply_versioned(backend: Backend, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
-    """``backend.apply(remove, add)``; on a SPARQL server, in one request whose deletes
-    name one graph each (see the module's docstring)."""
+    """``backend.apply(remove, add)``; on a SPARQL server, in one request whose change
+    records name one graph each (``versioned_write``)."""
     if (
         not isinstance(backend, SparqlBackend)
         or len(remove) + len(add) > _ONE_REQUEST
@@ -75,9 +146,14 @@ def apply_versioned(backend: Backend, remove: Sequence[Quad], add: Sequence[Quad
     ):
         backend.apply(remove, add)
         return
-    ops = versioned_request(remove, add, backend.default_graph)
-    if not ops:
+    whole = backend.whole_requests()
+    limit = min(_ONE_OPERATION, backend.max_quads_per_request or _ONE_OPERATION)
+    if not whole and len(remove) + len(add) > limit:
+        backend.apply(remove, add)  # staged, then one guarded operation
         return
-    if backend.change_log:
-        ops.extend(change_records(backend.change_graph, [*remove, *add]))
-    backend.leases.write([" ; ".join(ops)])
+    log = backend.change_graph if backend.change_log else None
+    request = versioned_write(
+        remove, add, backend.default_graph, whole=whole, log=log, name=backend.record_name
+    )
+    if request:
+        backend.leases.write([request])

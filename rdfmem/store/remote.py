@@ -66,7 +66,7 @@ from rdfmem.core.errors import BackingError, InvalidTerm, QueryError, StoreError
 from rdfmem.core.keys import KeyCodec, decode_value, encode_value
 from rdfmem.core.terms import sparql_term
 from rdfmem.store.history import LATEST, VALUE, Recorder, history_graph
-from rdfmem.store.history_wire import change_records, versioned_request
+from rdfmem.store.history_wire import versioned_write
 from rdfmem.store.kv import Edit, delete_edit, set_edit, update_edit
 from rdfmem.store.triples import refuse_network
 
@@ -237,12 +237,18 @@ class NetworkEntries:
             change_logged = False
             if new is not None:
                 gone, added = await self._aversioned(subject, new, claim)
-                if gone or added:
-                    parts = [
-                        " ; ".join(
-                            versioned_request(old + gone, new + added, backend.default_graph)
-                        )
-                    ]
+                if gone or added:  # with its records: one operation on Virtuoso
+                    log = backend.change_graph if backend.change_log else None
+                    request = versioned_write(
+                        old + gone,
+                        new + added,
+                        backend.default_graph,
+                        whole=backend.server.lower().startswith("oxigraph"),
+                        log=log,
+                        name=backend.record_name,
+                    )
+                    parts = [request] if request else []
+                    change_logged = True
                 elif backend.server.lower().startswith("oxigraph") or not (old or new):
                     parts = edit_requests(old, new, default_graph=backend.default_graph)
                 else:  # one operation: Virtuoso keeps the operations before one that fails
@@ -264,10 +270,7 @@ class NetworkEntries:
                             )
                         ]
                     change_logged = True
-                if parts and backend.change_log and (gone or added):
-                    records = change_records(backend.change_graph, [*old, *new, *gone, *added])
-                    parts[-1] += " ; " + " ; ".join(records)
-                elif parts and backend.change_log and not change_logged:
+                if parts and backend.change_log and not change_logged:
                     parts[-1] += " ; " + log_change(
                         backend.change_graph, uuid.uuid4().hex, [self.kv_graph.value], [subject]
                     )
