@@ -112,6 +112,7 @@ class NetworkEntries:
         self._closing: asyncio.Future[None] | None = None
         self._keeper: AsyncIterator[None] | None = None
         self._alocks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._alocks_loop: asyncio.AbstractEventLoop | None = None
 
     async def _apost(self, form: Mapping[str, Any], *, update: bool = False) -> httpx.Response:
         """POST on this event loop's ``httpx.AsyncClient``, with ``_post``'s retries and
@@ -138,7 +139,6 @@ class NetworkEntries:
             # generators), so no connection outlives the loop that opened it.
             self._keeper = _closing_at_shutdown(self._aclient)
             await self._keeper.__anext__()
-            self._alocks = weakref.WeakValueDictionary()
         url = backend.update_url if update else backend.query_url
         accept = "*/*" if update else "application/sparql-results+json"
         for attempt in range(8):
@@ -192,7 +192,11 @@ class NetworkEntries:
         await self._aknow_server()
         subject = self.codec.subject(key)
         # Tasks of this client take turns per key (as threads do), so that one claim at a
-        # time waits on the server for it.
+        # time waits on the server for it. The locks are this loop's (an asyncio.Lock is
+        # bound to one), made anew here when the loop changes, never while one is held.
+        loop = asyncio.get_running_loop()
+        if self._alocks_loop is not loop:
+            self._alocks, self._alocks_loop = weakref.WeakValueDictionary(), loop
         lock = self._alocks.get(subject.value)
         if lock is None:
             lock = self._alocks[subject.value] = asyncio.Lock()
