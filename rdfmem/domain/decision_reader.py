@@ -19,7 +19,6 @@ The answers are the same either way (``tests/test_index_properties.py`` holds th
 from __future__ import annotations
 
 import datetime as _dt
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 from pyoxigraph import Literal as Text
 from pyoxigraph import NamedNode
 
-from rdfmem.core.errors import DecisionGraphError, NodeNotFound, RdfMemError
+from rdfmem.core.errors import DecisionGraphError, NodeNotFound
 from rdfmem.core.results import SelectResult
 from rdfmem.domain import decision_history
 from rdfmem.domain import decision_queries as q
@@ -50,7 +49,6 @@ from rdfmem.store.indexes.graph_follow import NodeRow, graph_follower, patch_sub
 from rdfmem.store.known_rows import subject_rows
 from rdfmem.store.own_rows import on_server, own_rows
 from rdfmem.store.rdfstore import RdfStore
-from rdfmem.store.warmup import start_wanted, want
 
 __all__ = ["DecisionReader"]
 
@@ -79,11 +77,6 @@ class DecisionReader:
         self._base = q.iri_base(graph)
         # What the index's answers hand out: copies, given again once released unchanged.
         self._copies = NodeCopies()
-        self._began: float | None = None  # when an early whole read taken now began
-        if store.indexes is None and on_server(store) and graph_follower(store) is not None:
-            # A cold client's first read of any followed index starts this graph's whole
-            # read beside its own (``rdfmem.store.warmup``; no request now).
-            want(store, f"decision graph {graph}", self._start_whole)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.store!r}, graph={self.graph!r})"
@@ -99,12 +92,8 @@ class DecisionReader:
             if follower is None:
                 yield None
                 return
-            start_wanted(self.store)  # (a cold client: the other whole reads, beside)
             with follower.lock:
-                index = follower.fresh(self.graph, self._read_whole, self._read_some)
-                if self._began is not None:  # read whole when the early read began
-                    follower.read_at[self.graph], self._began = self._began, None
-                yield index
+                yield follower.fresh(self.graph, self._read_whole, self._read_some)
             return
         with hub.reading():
             yield self._fresh_index(hub)
@@ -125,51 +114,7 @@ class DecisionReader:
     def _rebuild(self, index: GraphIndex) -> None:
         index.rebuild(*self._read_whole())
 
-    def _start_whole(self) -> None:
-        # Start reading the graph whole on a thread, now (``rdfmem.store.warmup``): the
-        # follower's first look is made first (it reports everything), so that every change
-        # reported after the read began is kept to read again on top of it (``_read_whole``).
-        follower = graph_follower(self.store)
-        if follower is None:
-            return
-        with follower.lock:
-            if self.graph in follower.sets or follower.early is not None:
-                return
-            follower._follow()  # (its first look: drained here, before the read begins)
-            follower.early = ((self.graph,), time.monotonic(), started(self._whole_list))
-            follower.pending.pop(self.graph, None)
-
-    def _whole_list(self) -> list[tuple[list[NodeRow], list[tuple[str, str, int]]]]:
-        return [self._read_now()]
-
     def _read_whole(self) -> tuple[list[NodeRow], list[tuple[str, str, int]]]:
-        # Every node and link of the graph, as GraphIndex takes them: on a followed remote
-        # store, the read started early when there is one (called by the follower's
-        # ``fresh``, with its lock held, after its look), with the subjects changed since it
-        # began read again on top of it, as ``patch_subjects`` would.
-        follower = graph_follower(self.store) if self.store.indexes is None else None
-        early = None if follower is None else follower.early
-        if follower is None or early is None or self.graph not in early[0]:
-            return self._read_now()
-        follower.early = None
-        # Subjects named by looks since the read began (``Following._follow`` keeps them
-        # while a read is early); a change of the whole graph or of everything dropped it.
-        wanted = sorted(follower.pending.pop(self.graph, ()))
-        try:
-            [(nodes, links)] = early[2]()
-        except RdfMemError:  # (read again now: an error that lasts is raised there)
-            return self._read_now()
-        self._began = early[1]
-        if wanted:
-            changed, added = self._read_some(wanted)
-            found = {row[0] for row in changed}
-            named = set(wanted)
-            gone = named - found
-            nodes = [row for row in nodes if row[0] not in named] + changed
-            links = [x for x in links if x[0] not in named and x[1] not in gone] + added
-        return nodes, links
-
-    def _read_now(self) -> tuple[list[NodeRow], list[tuple[str, str, int]]]:
         # Every node and link of the graph, as GraphIndex takes them; on a server, the
         # links read on a thread meanwhile (the server answers it while this parses nodes).
         links = q.all_links_query(self.graph)

@@ -36,7 +36,6 @@ from rdfmem.store.indexes.keywords import KeywordSet
 from rdfmem.store.indexes.loading import Loaded
 from rdfmem.store.known_rows import subject_rows
 from rdfmem.store.own_rows import on_server, own_rows
-from rdfmem.store.warmup import start_wanted
 
 if TYPE_CHECKING:
     from rdfmem.store.indexes import IndexHub
@@ -119,7 +118,6 @@ def search(
         depth = candidates(limit)
         with one_look(texts.store):  # both followers: one change-log look
             texts.start(graphs)  # a remote store's whole read of texts, beside the vectors'
-            start_wanted(texts.store)  # and a cold client's decision graphs (``warmup``)
             by_vector = vectors.search(graphs, embedder.embed([query])[0], depth)
             plain = [(g.value, s.value, score) for g, s, score in by_vector]
             hits = fuse(texts.search(graphs, query, depth), plain, limit)
