@@ -30,7 +30,7 @@ from pyoxigraph import DefaultGraph, NamedNode, Quad
 from rdfmem.backends.base import Backend
 from rdfmem.backends.sparql.client import SparqlBackend
 from rdfmem.backends.sparql.oneop import write_operation
-from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, change_template
+from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, change_template, log_change
 from rdfmem.backends.sparql.wire import edit_requests, has_blank, to_wire
 
 __all__ = ["apply_versioned", "change_records", "versioned_request", "versioned_write"]
@@ -51,9 +51,7 @@ def versioned_request(
     >>> [op.split(" {")[0] for op in versioned_request([a, b], [], None)]
     ['DELETE DATA', 'DELETE DATA']
     """
-    kept = set(remove) & set(add)
-    remove = [q for q in remove if q not in kept]
-    add = [q for q in add if q not in kept]
+    remove, add = _net(remove, add)
     ops = edit_requests([], add, default_graph=default_graph) if add else []
     graphs: dict[str, list[Quad]] = {}
     for quad in remove:
@@ -61,6 +59,12 @@ def versioned_request(
     for quads in graphs.values():
         ops.extend(edit_requests(quads, [], default_graph=default_graph))
     return ops
+
+
+def _net(remove: Sequence[Quad], add: Sequence[Quad]) -> tuple[list[Quad], list[Quad]]:
+    # What a write changes: a quad both removed and added stays as it is.
+    kept = set(remove) & set(add)
+    return [q for q in remove if q not in kept], [q for q in add if q not in kept]
 
 
 def change_records(
@@ -71,16 +75,12 @@ def change_records(
     one for its history graph keeps the data's followers reading those subjects only);
     ``name`` makes each record's name (``SparqlBackend.record_name``: known as this
     client's own)."""
-    return [
-        f"INSERT {{ {t} }} WHERE {{ BIND(NOW() AS ?now) }}"
-        for t in _change_templates(log, quads, name)
-    ]
+    fresh = name or (lambda: uuid.uuid4().hex)
+    return [log_change(log, fresh(), [g], subjects) for g, subjects in _per_graph(quads)]
 
 
-def _change_templates(
-    log: NamedNode, quads: Sequence[Quad], name: Callable[[], str] | None
-) -> list[str]:
-    """``change_records``' templates (``?now``: the server's ``NOW()``)."""
+def _per_graph(quads: Sequence[Quad]) -> list[tuple[str, list[NamedNode]]]:
+    # Each graph written (its label in the log) with the named subjects written in it.
     per_graph: dict[str, list[NamedNode]] = {}
     for q in quads:
         graph = q.graph_name
@@ -89,11 +89,7 @@ def _change_templates(
         listed = per_graph.setdefault(label, [])
         if isinstance(subject, NamedNode):
             listed.append(subject)
-    fresh = name or (lambda: uuid.uuid4().hex)
-    return [
-        change_template(log, fresh(), [graph], list(dict.fromkeys(subjects)))
-        for graph, subjects in sorted(per_graph.items())
-    ]
+    return [(g, list(dict.fromkeys(subjects))) for g, subjects in sorted(per_graph.items())]
 
 
 def versioned_write(
@@ -127,12 +123,14 @@ def versioned_write(
         if ops and log is not None:
             ops.extend(change_records(log, [*remove, *add], name))
         return " ; ".join(ops)
-    kept = set(remove) & set(add)
-    plain = [q for q in remove if q not in kept]
-    added = [q for q in add if q not in kept]
+    plain, added = _net(remove, add)
     if not plain and not added:
         return ""
-    change = " ".join(_change_templates(log, [*remove, *add], name)) if log else ""
+    change = ""
+    if log is not None:
+        fresh = name or (lambda: uuid.uuid4().hex)
+        per_graph = _per_graph([*remove, *add])
+        change = " ".join(change_template(log, fresh(), [g], subs) for g, subs in per_graph)
     return write_operation(plain, added, default_graph=default_graph, change=change)
 
 
