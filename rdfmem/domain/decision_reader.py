@@ -47,7 +47,7 @@ from rdfmem.store.history_reads import Version
 from rdfmem.store.indexes import GraphIndex, IndexHub
 from rdfmem.store.indexes.graph_follow import NodeRow, graph_follower, patch_subjects
 from rdfmem.store.known_rows import subject_rows
-from rdfmem.store.own_rows import on_server, own_rows
+from rdfmem.store.own_rows import on_server, own_table
 from rdfmem.store.rdfstore import RdfStore
 
 __all__ = ["DecisionReader"]
@@ -150,18 +150,21 @@ class DecisionReader:
         return nodes, links
 
     def _node_rows(self, sparql: str) -> list[NodeRow]:
+        # Parsed once on a server, into tuples (``own_table``); a node reads its fields by
+        # name from a dict of them (unbound ones None, as ``row.get`` gives).
+        names, table = own_table(self.store, sparql)
         rows: list[NodeRow] = []
-        for row in own_rows(self.store, sparql):  # parsed once on a server
+        for values in table:
+            row = dict(zip(names, values, strict=True))
             node = node_from_row(row)
             rows.append((row["node"].value, node.type, node.status, node_age(node), node))
         return rows
 
     def _link_rows(self, sparql: str) -> list[tuple[str, str, int]]:
         bit = _BIT_OF_PROPERTY
-        return [
-            (r["source"].value, r["target"].value, bit[r["property"].value])
-            for r in own_rows(self.store, sparql)
-        ]
+        names, table = own_table(self.store, sparql)
+        s, p, t = names.index("source"), names.index("property"), names.index("target")
+        return [(r[s].value, r[t].value, bit[r[p].value]) for r in table]
 
     # -- IRIs, reads ----------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from rdfmem.store.indexes import IndexHub, VectorSet
 from rdfmem.store.indexes.graphfile import store_folder
 from rdfmem.store.indexes.loading import Loaded
 from rdfmem.store.known_rows import subject_rows
-from rdfmem.store.own_rows import own_rows
+from rdfmem.store.own_rows import own_rows, own_table
 
 if TYPE_CHECKING:
     from rdfmem.store.rdfstore import RdfStore
@@ -559,16 +559,26 @@ class VectorIndex:
         )
 
     def _entries(self, graphs: Sequence[NamedNode]) -> Iterator[tuple[str, str, Vector]]:
+        # Every vector of ``graphs``, kept as ``_rows`` keeps them; the rows are read as
+        # tuples (``own_table``: a whole read makes no dict a row).
         values = " ".join(sparql_term(g) for g in graphs)
-        return self._rows(
+        names, rows = own_table(
+            self.store,
             f"SELECT ?g ?s ?v WHERE {{ VALUES ?g {{ {values} }} "
-            f"GRAPH ?g {{ ?s {sparql_term(self.predicate)} ?v }} }}"
+            f"GRAPH ?g {{ ?s {sparql_term(self.predicate)} ?v }} }}",
         )
+        g, s, v = names.index("g"), names.index("s"), names.index("v")
+        for row in rows:
+            subject = row[s]
+            if isinstance(subject, NamedNode):
+                vector = vector_of(row[v])
+                if vector is not None:
+                    yield row[g].value, subject.value, vector
 
     def _rows(
         self, sparql: str, graph: str | None = None, subjects: Sequence[str] = ()
     ) -> Iterator[tuple[str, str, Vector]]:
-        """The vectors of a query's ``?s ?v`` rows, in ``?g`` or in ``graph``; a query of
+        """The vectors of a query's ``?s ?v`` rows in ``graph`` (``?g`` when None); a query of
         some ``subjects`` of ``graph`` is answered from their triples when the backend
         knows them (``rdfmem.store.known_rows``: an attached process's own writes)."""
         rows: Any

@@ -18,7 +18,7 @@ from rdfmem.core.results import Row, SelectResult
 if TYPE_CHECKING:
     from rdfmem.store.rdfstore import RdfStore
 
-__all__ = ["on_server", "own_rows"]
+__all__ = ["on_server", "own_rows", "own_table"]
 
 
 def on_server(store: RdfStore) -> bool:
@@ -37,3 +37,16 @@ def own_rows(store: RdfStore, sparql: str) -> Sequence[Row]:
     result = store.query(sparql)
     assert isinstance(result, SelectResult)
     return result
+
+
+def own_table(store: RdfStore, sparql: str) -> tuple[list[str], Sequence[tuple[Any, ...]]]:
+    """The variables of ``sparql`` (as ``own_rows``) and its rows as tuples of terms in
+    their order, None where unbound: no dict a row on a server
+    (``SparqlBackend.select_table``), for the whole reads of a follower."""
+    select = getattr(store.backend, "select_table", None)
+    if select is not None:
+        table: tuple[list[str], list[tuple[Any, ...]]] = select(sparql)
+        return table
+    result = store.query(sparql)
+    assert isinstance(result, SelectResult)
+    return result.variables, [tuple(map(row.get, result.variables)) for row in result]

@@ -72,9 +72,9 @@ leases, which count each one sent as a write (``Backend.wrote``).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from pyoxigraph import BlankNode, NamedNode, Quad
@@ -85,7 +85,9 @@ from rdfmem.backends.sparql.answers import (
     RESULTS,
     RETRIES,
     answer_rows,
+    answer_table,
     answered,
+    paged,
     results,
     retry_pause,
     rows_accept,
@@ -125,6 +127,7 @@ __all__ = [
     "to_wire",
     "unreachable",
 ]
+R = TypeVar("R")  # a row, as ``answer_rows`` or ``answer_table`` makes it
 
 DEFAULT_GRAPH_IRI = "urn:rdfmem:graph:default"
 LEASE_GRAPH_IRI = "urn:rdfmem:graph:leases"
@@ -338,26 +341,25 @@ class SparqlBackend(Backend):
 
     def select_rows(self, sparql: str) -> list[dict[str, Any]]:
         """The rows of a SELECT rdfmem wrote (paged past a server row limit)."""
+        return self._select(sparql, answer_rows)[1]
+
+    def select_table(self, sparql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """The variables of a SELECT rdfmem wrote and its rows as tuples of terms in their
+        order, None where unbound (``answer_table``: a follower's whole reads)."""
+        return self._select(sparql, answer_table)
+
+    def _select(
+        self, sparql: str, read: Callable[[httpx.Response], tuple[list[str], list[R]]]
+    ) -> tuple[list[str], list[R]]:
         self.leases.flush()
         accept = rows_accept(self.server)  # TSV from Oxigraph server: parsed faster
         response = self._post(self.query_url, {"query": sparql}, accept, "query")
-        limit = truncated(response)
-        variables, rows = answer_rows(response)
-        if limit and len(rows) >= limit:
-            # Cut at the server's row limit: read it again in pages, in a stable order.
-            # (The sort sits in a sub-select: Virtuoso refuses to sort for a deep OFFSET.)
-            rows, order = [], " ".join("?" + v for v in variables)
-            while True:
-                page = (
-                    f"SELECT {order} WHERE {{ {{ {sparql} ORDER BY {order} }} }} "
-                    f"LIMIT {limit} OFFSET {len(rows)}"
-                )
-                answer = self._post(self.query_url, {"query": page}, accept, "query")
-                _, batch = answer_rows(answer)
-                rows.extend(batch)
-                if len(batch) < limit:
-                    break
-        return rows
+        variables, rows = read(response)
+
+        def page(text: str) -> list[R]:  # (cut at the server's row limit: read in pages)
+            return read(self._post(self.query_url, {"query": text}, accept, "query"))[1]
+
+        return variables, paged(sparql, variables, rows, truncated(response), page)
 
     def hidden_graphs(self) -> list[NamedNode]:
         """What reads of every graph leave out: the lease graph, the server's own graphs."""

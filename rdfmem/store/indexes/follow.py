@@ -205,9 +205,10 @@ class Follower(Following):
         self, graphs: Sequence[str], entries: Entries, now: float, *, keep_pending: bool = False
     ) -> None:
         by_graph: dict[str, list[tuple[str, str, NDArray[Any]]]] = {g: [] for g in graphs}
-        for graph, subject, vector in entries:
-            if graph in by_graph:
-                by_graph[graph].append((graph, subject, vector))
+        for entry in entries:  # (kept as read: no tuple made again a row)
+            rows = by_graph.get(entry[0])
+            if rows is not None:
+                rows.append(entry)
         for graph, rows in by_graph.items():
             vectors = self.make(graph)
             vectors.rebuild(rows)
