@@ -10,7 +10,9 @@ graph's node and link index and reads only what the change log names) and *read 
 before). Every turn is counted, the first included: p50, p99, slowest and turns/s, the
 requests a turn sends (counted with an httpx event hook on the client), the p50 time
 and requests of each step, and how many change-log looks were bounded by what is new (one
-request) or fell back to a look at the whole window.
+request) or fell back to a look at the whole window. Then the same turns on a server whose
+change log holds an hour of other writers' records (20,000): looks that read the seconds
+since the last look against looks that read the date of every record.
 
 Run: ``python benchmarks/bench_remote_turns.py [--quick] [--stored N] [--turns N]``; a full
 run writes ``benchmarks/results/remote_turns.md`` (a quick run writes to a temp file).
@@ -27,18 +29,22 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import httpx
 from results_io import write_results
 from servers import OxigraphServer
 
 import rdfmem.domain.decision_reader as reader_module
 from rdfmem import DecisionGraph, Edge, Memories, Memory, Node, RdfStore
+from rdfmem.backends.sparql.text import CHANGE_GRAPH_IRI, xsd_instant
 
 HERE = Path(__file__).resolve().parent
+RM = "https://w3id.org/rdfmem#"
 WORDS = [
     "latency",
     "cache",
@@ -184,7 +190,65 @@ def _looks(store: RdfStore) -> tuple[int, int, int]:
     return getattr(log, "bounded", 0), getattr(log, "missed", 0), getattr(own, "answered", 0)
 
 
-def run(stored: int, turns: int, rounds: int) -> list[str]:
+def old_records(update_url: str, count: int) -> None:
+    """``count`` change records of other writers, dated over the hour before now, each
+    filed under its second as the server files them: the log an hour of writes leaves
+    (the log keeps an hour)."""
+    now = time.time()
+    for start in range(0, count, 5_000):
+        records = []
+        for i in range(start, min(count, start + 5_000)):
+            at = xsd_instant(now - 3_600.0 + i * 3_500.0 / count)
+            records.append(
+                f"<urn:rdfmem:change:{uuid.uuid4().hex}> <{RM}changedAt> "
+                f'"{at}"^^<http://www.w3.org/2001/XMLSchema#dateTime> ; '
+                f'<{RM}changedIn> "{at[:19]}" ; <{RM}changedGraph> <urn:other> ; '
+                f"<{RM}changedSubject> <urn:other:s{i}> ."
+            )
+        update = f"INSERT DATA {{ GRAPH <{CHANGE_GRAPH_IRI}> {{ {' '.join(records)} }} }}"
+        httpx.post(update_url, data={"update": update}, timeout=600).raise_for_status()
+
+
+def long_log(server: OxigraphServer, records: int, turns: int) -> list[str]:
+    """Turns on a server whose change log holds an hour of other writers' records: looks
+    that read the seconds since the last look (now) against looks that read the date of
+    every record (the same client with the buckets turned off), in alternating rounds."""
+    old_records(server.update_url, records)
+    stores = {name: server.connect(change_log=True) for name in ("seconds", "every date")}
+    stores["every date"].backend._log._buckets = lambda low, fresh: None  # type: ignore[attr-defined]
+    steps: dict[str, Steps] = {name: {} for name in stores}
+    turns_of = {name: make_turn(s, "l" + name[0], steps[name]) for name, s in stores.items()}
+    times: dict[str, list[float]] = {name: [] for name in stores}
+    for r in range(2):
+        for name in stores:
+            times[name] += timed(turns_of[name], r * turns, turns, True)
+    for s in stores.values():
+        s.close()
+    rows = []
+    for name, label in (
+        ("seconds", "looks read the seconds since the last (now)"),
+        ("every date", "looks read every record's date (before)"),
+    ):
+        got = summary(times[name])
+        look = statistics.median(t for t, _ in steps[name]["recent"][1:]) * 1e3
+        rows.append(
+            f"| {label} | {got['per_s']:.1f} | {got['p50']:.1f} | {got['p99']:.1f} "
+            f"| {got['max']:.1f} | {look:.1f} |"
+        )
+    return [
+        f"## The same turns with an hour of change log ({records:,} records of other writers)",
+        "",
+        f"2 rounds of {turns} turns per client, clients alternating, on the server above; "
+        "every turn counted. `recent_decisions` is one request: the change-log look.",
+        "",
+        "| client | turns/s | p50 ms | p99 ms | slowest ms | `recent_decisions` p50 ms |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+def run(stored: int, turns: int, rounds: int, records: int) -> list[str]:
     tmp = Path(tempfile.mkdtemp(prefix="rdfmem-bench-turns-"))
     server = OxigraphServer(tmp)
     server.start()
@@ -204,6 +268,7 @@ def run(stored: int, turns: int, rounds: int) -> list[str]:
         looks = {name: _looks(s) for name, s in stores.items()}
         for s in stores.values():
             s.close()
+        hour = long_log(server, records, turns)
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -252,6 +317,7 @@ def run(stored: int, turns: int, rounds: int) -> list[str]:
         "|---|---|---|",
         *slowest_rows(times["followed"], steps["followed"]),
         "",
+        *hour,
     ]
 
 
@@ -264,7 +330,7 @@ def main() -> None:
     stored = args.stored or (300 if args.quick else 10_000)
     turns, rounds = args.turns or (10 if args.quick else 50), 2 if args.quick else 4
     start_load = os.getloadavg()[0]
-    lines = run(stored, turns, rounds)
+    lines = run(stored, turns, rounds, 2_000 if args.quick else 20_000)
     load = os.getloadavg()[0]
     text_out = "\n".join(
         [

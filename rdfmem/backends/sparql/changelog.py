@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -43,6 +44,7 @@ from rdfmem.backends.sparql.logread import (
     MAX_SKIPPED,
     Look,
     bounded_query,
+    clock_of,
     counted,
     exact_us,
     look_query,
@@ -50,7 +52,14 @@ from rdfmem.backends.sparql.logread import (
     read_look,
 )
 from rdfmem.backends.sparql.own_writes import OwnWrites
-from rdfmem.backends.sparql.text import MAX_CHANGE_ROWS, Changes, log_change, xsd_instant
+from rdfmem.backends.sparql.text import (
+    MAX_CHANGE_ROWS,
+    Changes,
+    bucket_of,
+    buckets_between,
+    log_change,
+    xsd_instant,
+)
 from rdfmem.core.errors import BackingError
 
 __all__ = ["ChangeLog", "Reader"]
@@ -61,6 +70,13 @@ PRUNE_EVERY_S = 1.0
 #: time less this (seconds): a write stamped just before that look and committed after it
 #: is read there, instead of making the count differ.
 FRESH_S = 1.0
+#: A bounded look lists the buckets up to this far past the server time it expects (its
+#: last look's, plus the time since then, seconds); a look that finds the server's clock
+#: beyond them looks in full.
+AHEAD_S = 2.0
+#: A bounded look that would list more buckets (seconds) than this (a reader idle for
+#: minutes) reads the dates of the whole log instead.
+MAX_BUCKETS = 240
 #: At most this many records read are remembered by date (about 150 bytes each).
 MAX_DATED = 100_000
 #: The remembered dates are trimmed to the last two windows at most this often (seconds).
@@ -112,6 +128,9 @@ class ChangeLog:
         self.own = OwnWrites()  # what this client's own writes left (``own_writes``)
         self.bounded = 0  # bounded looks that were enough
         self.missed = 0  # bounded looks whose count differed (a full look followed)
+        # The server's clock at the last look, this process's monotonic clock then, and
+        # whether the server writes it in the form buckets are filed by (``bucket_of``).
+        self._clock: tuple[float, float, bool] | None = None
         self._made: OrderedDict[str, None] = OrderedDict()  # names of records made here
         #: Told the graphs and subjects that other clients' records (as far as this client
         #: can tell: those not made by ``record``) named, look by look (``Leases``).
@@ -266,7 +285,11 @@ class ChangeLog:
             return None  # it writes dates without a time zone)
         known = line.count(low_us, fresh_us)
         skip = line.since(fresh_us - 1000)[-MAX_FRESH_SKIPPED:]  # read since ``fresh``
-        rows = server.select_rows(bounded_query(self.graph, low, fresh, skip))
+        buckets = self._buckets(low_us, fresh_us)
+        rows = server.select_rows(bounded_query(self.graph, low, fresh, skip, buckets))
+        clock = self._clocked(rows)
+        if buckets is not None and (clock is None or bucket_of(clock) > buckets[0][-1]):
+            return None  # records may be filed past the buckets read: look in full
         count, rest = counted(rows)
         cut = len(rest) > MAX_CHANGE_ROWS  # (a cut look reports everything changed)
         if count != known and not cut:
@@ -291,6 +314,35 @@ class ChangeLog:
             self._misses = 0
             self._keep_line(after)
         return changes, look.prune, cut
+
+    def _buckets(self, low_us: int, fresh_us: int) -> tuple[list[str], list[str], list[str]] | None:
+        """The buckets a bounded look reads (from ``fresh`` to the server time expected
+        now), those it counts whole (wholly inside ``[low, fresh)``) and those it counts by
+        date (the span's first and last); None when the server's clock is not known in the
+        form records are filed by, or when the buckets would be many."""
+        with self._lock:
+            clock = self._clock
+        if clock is None or not clock[2]:
+            return None
+        expected = clock[0] + (time.monotonic() - clock[1]) + AHEAD_S
+        first, last = low_us // 1_000_000, fresh_us // 1_000_000
+        if not first <= last <= expected or expected - first > MAX_BUCKETS:
+            return None  # (counted before any list is made: a cursor may be hours old)
+        read = buckets_between(float(last), expected)
+        inside = buckets_between(float(first + 1), float(last - 1)) if last - first > 1 else []
+        edges = buckets_between(float(first), float(first))
+        if last != first:
+            edges += buckets_between(float(last), float(last))
+        return read, inside, edges
+
+    def _clocked(self, rows: Sequence[Any]) -> float | None:
+        """The server's clock in a look's answer, kept for the next bounded look."""
+        found = clock_of(rows)
+        if found is None:
+            return None
+        with self._lock:
+            self._clock = (found[0], time.monotonic(), found[1])
+        return found[0]
 
     def _missing(self, *, asked: bool = False) -> None:
         """A bounded look could not tell (``asked``: after its request): after
@@ -334,6 +386,7 @@ class ChangeLog:
             known = [(w, n, at) for n, (at, w) in self._read.items() if n in seen and at >= since]
             skip = {n: at for _, n, at in sorted(known, reverse=True)[:MAX_SKIPPED]}
         rows = server.select_rows(look_query(self.graph, xsd_instant(since), list(skip)))
+        self._clocked(rows)
         look = read_look(rows, cursor, slack_s, own_default)
         changes = look.changes
         left, recent = changes.cursor

@@ -39,6 +39,7 @@ from rdfmem.backends.sparql.lease_steps import instant
 from rdfmem.backends.sparql.text import (
     CHANGED_AT,
     CHANGED_GRAPH,
+    CHANGED_IN,
     CHANGED_SUBJECT,
     CHANGED_UNKNOWN,
     DEFAULT_GRAPH_LABEL,
@@ -46,6 +47,7 @@ from rdfmem.backends.sparql.text import (
     MAX_LOGGED_SUBJECTS,
     PRUNED_BEFORE,
     Changes,
+    bucket_of,
 )
 from rdfmem.core.errors import BackingError
 from rdfmem.core.terms import sparql_term
@@ -57,6 +59,7 @@ __all__ = [
     "Look",
     "Record",
     "bounded_query",
+    "clock_of",
     "counted",
     "exact_us",
     "look_query",
@@ -115,6 +118,31 @@ def exact_us(text: str) -> int | None:
     return whole * 1_000_000 + int((match.group(7) or "")[:6].ljust(6, "0"))
 
 
+#: The form of ``NOW()`` whose text a client can file as the server files it (``bucket_of``):
+#: UTC, written with a ``Z`` (Oxigraph server's).
+_FILED_FORM = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\Z")
+
+
+def clock_of(rows: Iterable[Mapping[str, Any]]) -> tuple[float, bool] | None:
+    """The server's ``NOW()`` of a look's answer (its ``?now`` row), and whether its text
+    has the form a client files buckets by (``bucket_of``); None when it has no readable
+    one.
+
+    >>> from pyoxigraph import Literal, NamedNode
+    >>> xsd = NamedNode("http://www.w3.org/2001/XMLSchema#dateTime")
+    >>> clock_of([{"now": Literal("1970-01-01T00:00:01.25Z", datatype=xsd)}])
+    (1.25, True)
+    >>> clock_of([{"now": Literal("1970-01-01T00:00:01.25", datatype=xsd)}])[1]
+    False
+    """
+    for row in rows:
+        term = row.get("now")
+        moment = _instant_of(term)
+        if moment is not None and isinstance(term, Literal):
+            return moment, bool(_FILED_FORM.match(term.value))
+    return None
+
+
 def _exact_dates(dates: Sequence[Any]) -> tuple[int, ...] | None:
     """The dates of a record in microseconds (``exact_us``); None when one of them is not
     an ``xsd:dateTime`` in UTC."""
@@ -141,12 +169,18 @@ def look_query(
     *,
     count_from: str | None = None,
     max_skipped: int = MAX_SKIPPED,
+    within: Sequence[str] = (),
+    count_within: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> str:
     """The query for every triple of the records dated at or after ``since`` (an
     ``xsd:dateTime`` text), except those named in ``skip``; the log's horizon; the server's
     ``NOW()``. At most ``limit + 1`` rows: a reader can tell the answer was cut. With
     ``count_from``, one more row (``?n``): the number of records with a date in
-    ``[count_from, since)`` (``bounded_query``).
+    ``[count_from, since)`` (``bounded_query``). With ``within``, only the records filed
+    under those buckets (``CHANGED_IN``) are read: the server finds them by value, without
+    reading the date of every record. With ``count_within`` (buckets wholly inside the
+    span, and the span's first and last), the records filed in the first are counted
+    whole, and those of the others by their dates.
 
     >>> q = look_query(NamedNode("urn:log"), "2026-01-01T00:00:00.000Z", ["urn:rdfmem:change:a"])
     >>> "NOT IN (<urn:rdfmem:change:a>)" in q and "LIMIT 5001" in q
@@ -164,16 +198,28 @@ def look_query(
     # triples are read: joining dates to triples made a record with D dates and T triples
     # cost the server D x T rows (1,000 dates, 4,000 triples: 4 million, 1.8 s a look).
     chosen = (
-        f"{{ SELECT DISTINCT ?c WHERE {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at "
+        f"{{ SELECT DISTINCT ?c WHERE {{ {_filed(within)}GRAPH {g} {{ {_dated(within)} "
         f'FILTER(?at >= "{since}"^^{_XSD_DATETIME}{left_out}) }} }} LIMIT {limit + 1} }}'
     )
     counted = ""
     if count_from is not None:
-        counted = (
-            f"{{ SELECT (COUNT(DISTINCT ?c) AS ?n) WHERE {{ GRAPH {g} {{ ?c {CHANGED_AT} ?at "
-            f'FILTER(?at >= "{count_from}"^^{_XSD_DATETIME} && '
-            f'?at < "{since}"^^{_XSD_DATETIME}) }} }} }} UNION '
-        )
+        span = f'FILTER(?at >= "{count_from}"^^{_XSD_DATETIME} && ?at < "{since}"^^{_XSD_DATETIME})'
+        if count_within is None:
+            counted = (
+                f"{{ SELECT (COUNT(DISTINCT ?c) AS ?n) WHERE {{ GRAPH {g} {{ "
+                f"?c {CHANGED_AT} ?at {span} }} }} }} UNION "
+            )
+        else:  # (a record filed twice is counted twice: the counts differ, a full look)
+            inside, edges = count_within
+            whole = (
+                f"{{ {_filed(inside)}GRAPH {g} {{ ?c {CHANGED_IN} ?in }} }} UNION "
+                if inside
+                else ""
+            )
+            counted = (
+                f"{{ SELECT (COUNT(?c) AS ?n) WHERE {{ {whole}{{ {_filed(edges)}"
+                f"GRAPH {g} {{ {_dated(edges)} {span} }} }} }} }} UNION "
+            )
     return (
         f"SELECT ?c ?p ?o ?now{' ?n' if counted else ''} WHERE {{ {{ BIND(NOW() AS ?now) }} "
         f"UNION {counted}"
@@ -183,21 +229,53 @@ def look_query(
     )
 
 
-def bounded_query(log: NamedNode, since: str, fresh: str, skip: Sequence[str] = ()) -> str:
+def _filed(buckets: Sequence[str]) -> str:
+    """The buckets to read, as inline data (none: every record)."""
+    if not buckets:
+        return ""
+    return f"VALUES ?in {{ {' '.join(sparql_term(Literal(b)) for b in buckets)} }} "
+
+
+def _dated(buckets: Sequence[str]) -> str:
+    """A record's date (``?at``), of the records filed under ``?in`` when buckets are given."""
+    return f"?c {CHANGED_IN} ?in . ?c {CHANGED_AT} ?at" if buckets else f"?c {CHANGED_AT} ?at"
+
+
+def bounded_query(
+    log: NamedNode,
+    since: str,
+    fresh: str,
+    skip: Sequence[str] = (),
+    buckets: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
+) -> str:
     """A look bounded by what is new: every triple of the records dated at or after
     ``fresh``, except those named in ``skip``, as ``look_query`` reads them, and the number
     of records with a date in ``[since, fresh)`` (the row with ``?n``), in one request.
 
     A reader that has read as many records of ``[since, fresh)`` as the server counts
     there has read them all (no record dated there committed after its last look), and
-    needs nothing more; otherwise it looks as ``look_query`` does.
+    needs nothing more; otherwise it looks as ``look_query`` does. With ``buckets`` (those
+    of ``[fresh, now]``; those wholly inside ``[since, fresh)``; the first and the last of
+    that span), the server reads and counts only the records filed there (``CHANGED_IN``).
 
     >>> q = bounded_query(NamedNode("urn:log"), "2026-01-01T00:00:00.000Z",
     ...                   "2026-01-01T00:01:00.000Z")
     >>> "COUNT(DISTINCT ?c)" in q and '?at < "2026-01-01T00:01:00.000Z"' in q
     True
     """
-    return look_query(log, fresh, skip, count_from=since, max_skipped=MAX_FRESH_SKIPPED)
+    within: Sequence[str] = ()
+    count_within: tuple[Sequence[str], Sequence[str]] | None = None
+    if buckets is not None:
+        within, count_within = buckets[0], (buckets[1], buckets[2])
+    return look_query(
+        log,
+        fresh,
+        skip,
+        count_from=since,
+        max_skipped=MAX_FRESH_SKIPPED,
+        within=within,
+        count_within=count_within,
+    )
 
 
 def prune_query(log: NamedNode, before: str, after: str, limit: int = PRUNE_ROWS) -> str:
@@ -271,6 +349,7 @@ class Record:
     graphs: list[Any] = field(default_factory=list)
     subjects: list[Any] = field(default_factory=list)
     unknown: list[Any] = field(default_factory=list)
+    filed: list[Any] = field(default_factory=list)
     rows: int = 0
     chars: int = 0
 
@@ -303,6 +382,14 @@ class Record:
         moments = [_instant_of(d) for d in self.dates]
         return any(m is None or m > now + slack_s for m in moments)
 
+    def filed_by_date(self, dates: tuple[int, ...] | None) -> bool:
+        """Filed under the second of its one date (``bucket_of``), as a server counts it
+        in a bounded look's buckets."""
+        if dates is None or len(dates) != 1 or len(self.filed) != 1:
+            return False
+        bucket = self.filed[0]
+        return isinstance(bucket, Literal) and bucket.value == bucket_of(dates[0] // 1_000_000)
+
     def latest(self) -> float | None:
         moments = [m for m in (_instant_of(d) for d in self.dates) if m is not None]
         return max(moments, default=None)
@@ -321,6 +408,7 @@ _FIELDS = {
     _iri(CHANGED_GRAPH): "graphs",
     _iri(CHANGED_SUBJECT): "subjects",
     _iri(CHANGED_UNKNOWN): "unknown",
+    _iri(CHANGED_IN): "filed",
 }
 
 
@@ -428,8 +516,9 @@ def read_look(
         if isinstance(name, NamedNode):  # (a blank node cannot be left out by name)
             read[key] = (now if latest is None else latest, 100 * record.rows + record.chars)
             # A record a prune may remove is never counted: the server's count would drop.
-            countable = not record.prunable(name, now, slack_s)
-            dated[key] = _exact_dates(record.dates) if countable else None
+            # So is one not filed under its date: a bounded look counts by filing.
+            dates = None if record.prunable(name, now, slack_s) else _exact_dates(record.dates)
+            dated[key] = dates if record.filed_by_date(dates) else None
         if key in seen:
             continue
         new.append(key)

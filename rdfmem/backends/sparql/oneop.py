@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad
 
+from rdfmem.backends.sparql.text import STAMP
 from rdfmem.backends.sparql.wire import (
     STAGING_PREFIX,
     chunks,
@@ -323,13 +324,13 @@ def write_operation(
             inserts.append(quad_data(blank_add, default_graph))
         if change:
             inserts.append(change)
-        where = "BIND(NOW() AS ?now)" if change else ""
+        where = STAMP if change else ""
         if not deletes and not change and not blank_add:
             return f"INSERT DATA {{ {' '.join(inserts)} }}"
         head = f"DELETE {{ {' '.join(deletes)} }} " if deletes else ""
         return f"{head}INSERT {{ {' '.join(inserts)} }} WHERE {{{where}}}"
     # The WHERE is a UNION: the main branch (one solution) and one branch per pattern.
-    main = ["BIND(NOW() AS ?now)"]
+    main = [STAMP if change else "BIND(NOW() AS ?now)"]
     if blank_add:
         template, binds = _blank_template(blank_add, default_graph)
         inserts.append(template)

@@ -17,7 +17,10 @@ from rdfmem.core.terms import sparql_term
 
 __all__ = [
     "CHANGE_GRAPH_IRI",
+    "STAMP",
     "Changes",
+    "bucket_of",
+    "buckets_between",
     "change_template",
     "log_change",
     "xsd_instant",
@@ -32,6 +35,13 @@ _LOG = "https://w3id.org/rdfmem#"
 CHANGED_AT = f"<{_LOG}changedAt>"
 CHANGED_GRAPH = f"<{_LOG}changedGraph>"
 CHANGED_SUBJECT = f"<{_LOG}changedSubject>"
+#: The second a record's date falls in (``bucket_of``): a look at the last seconds finds
+#: their records by this value instead of reading the date of every record in the log (a
+#: server compares dates only by reading them all: Oxigraph keeps no index by value range).
+CHANGED_IN = f"<{_LOG}changedIn>"
+#: How an operation that records a change binds ``?now`` (the server's ``NOW()``) and
+#: ``?nowIn`` (its second: the first 19 characters of its text, as ``bucket_of``).
+STAMP = "BIND(NOW() AS ?now) BIND(SUBSTR(STR(?now), 1, 19) AS ?nowIn)"
 #: A write to one graph records its subjects when it has at most this many.
 MAX_LOGGED_SUBJECTS = 64
 CHANGED_UNKNOWN = f"<{_LOG}changedUnknown>"
@@ -51,12 +61,10 @@ def log_change(
     >>> op = log_change(NamedNode("urn:log"), "c1", ["urn:g"]).replace(_LOG, "rm:")
     >>> op.startswith("INSERT { GRAPH <urn:log> { <urn:rdfmem:change:c1> <rm:changedAt> ?now")
     True
-    >>> op.endswith("<rm:changedGraph> <urn:g> . } } WHERE { BIND(NOW() AS ?now) }")
+    >>> op.endswith("<rm:changedGraph> <urn:g> . } } WHERE { " + STAMP + " }")
     True
     """
-    return f"INSERT {{ {change_template(log, change, graphs, subjects)} }} " + (
-        "WHERE { BIND(NOW() AS ?now) }"
-    )
+    return f"INSERT {{ {change_template(log, change, graphs, subjects)} }} WHERE {{ {STAMP} }}"
 
 
 def change_template(
@@ -65,8 +73,8 @@ def change_template(
     graphs: Sequence[str] | None,
     subjects: Sequence[NamedNode] = (),
 ) -> str:
-    """``log_change``'s template alone (``?now``: the server's ``NOW()``, bound by the
-    operation it goes in), for a write that records itself in its own operation."""
+    """``log_change``'s template alone (``?now`` and ``?nowIn``: bound by the operation it
+    goes in, with ``STAMP``), for a write that records itself in its own operation."""
     node = sparql_term(NamedNode("urn:rdfmem:change:" + change))
     if graphs:
         what = f"{CHANGED_GRAPH} {', '.join(sparql_term(NamedNode(g)) for g in sorted(graphs))}"
@@ -75,7 +83,8 @@ def change_template(
             what += f" ; {CHANGED_SUBJECT} {', '.join(listed)}"
     else:
         what = f"{CHANGED_UNKNOWN} true"
-    return f"GRAPH {sparql_term(log)} {{ {node} {CHANGED_AT} ?now ; {what} . }}"
+    dated = f"{CHANGED_AT} ?now ; {CHANGED_IN} ?nowIn"
+    return f"GRAPH {sparql_term(log)} {{ {node} {dated} ; {what} . }}"
 
 
 #: Rows one look at the change log reads at most. The log is input from every client of
@@ -116,3 +125,23 @@ def xsd_instant(seconds: float) -> str:
     seconds = max(seconds, 0.0)
     whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
     return f"{whole}.{int((seconds % 1) * 1000):03d}Z"
+
+
+def bucket_of(seconds: float) -> str:
+    """The second of an instant (UTC), as a record dated then is filed under it
+    (``CHANGED_IN``: the server's ``NOW()`` as text, cut after the seconds).
+
+    >>> bucket_of(1.5), bucket_of(3_599.999)
+    ('1970-01-01T00:00:01', '1970-01-01T00:59:59')
+    """
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(max(seconds, 0.0)))
+
+
+def buckets_between(low: float, high: float) -> list[str]:
+    """The buckets (``bucket_of``) of every instant in ``[low, high]``, oldest first.
+
+    >>> buckets_between(9.5, 11.0)
+    ['1970-01-01T00:00:09', '1970-01-01T00:00:10', '1970-01-01T00:00:11']
+    """
+    first, last = int(max(low, 0.0)), int(max(high, 0.0))
+    return [bucket_of(float(k)) for k in range(first, last + 1)]

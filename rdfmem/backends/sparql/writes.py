@@ -52,7 +52,7 @@ from rdfmem.backends.sparql.oneop import (
     staged_plan,
     write_operation,
 )
-from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, change_template
+from rdfmem.backends.sparql.text import DEFAULT_GRAPH_LABEL, STAMP, change_template
 from rdfmem.backends.sparql.wire import (
     STAGING_PREFIX,
     blanks_match,
@@ -168,7 +168,7 @@ def prepare(
             # One operation, or a server that applies a request whole (Oxigraph server).
             ops = edit_requests(plain, add, default_graph=backend.default_graph)
             if change:
-                ops.append(f"INSERT {{ {change} }} WHERE {{ BIND(NOW() AS ?now) }}")
+                ops.append(f"INSERT {{ {change} }} WHERE {{ {STAMP} }}")
             return scratch, [" ; ".join(ops)], None
         # Literals Virtuoso would keep (rdf:JSON, vectors) are removed by pattern here,
         # unless the operation is a plain edit of one graph (``oneop.by_text``).
