@@ -287,3 +287,40 @@ def test_a_client_does_not_claim_a_namespace_another_client_writes_in(server: Se
     holder.release_lease(lease)
     holder.close()
     writer.close()
+
+
+class _SlowRelease(httpx.HTTPTransport):
+    """Holds back, ``pause`` seconds, the request that deletes kept claims alone (the
+    reaper's, once a claim lingered out)."""
+
+    def __init__(self, pause: float) -> None:
+        super().__init__()
+        self.pause = pause
+        self.held = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.read().startswith(b"update=DELETE+%7B+GRAPH+%3Curn%3Ardfmem%3Agraph%3Aleases"):
+            self.held += 1
+            time.sleep(self.pause)
+        return super().handle_request(request)
+
+
+def test_a_store_closed_while_a_kept_claim_is_deleted_leaves_no_claim(server: Server) -> None:
+    """Closed while its reaper deletes a claim that lingered out: ``close`` waits for that
+    delete, so no claim is left on the server for other clients to wait on (it used to be
+    cut off with the connection, and stay until its ttl)."""
+    slow = _SlowRelease(1.0)
+    store = server.connect(transport=slow, lease_linger_ms=50)
+    store.set("k", 1)
+    deadline = time.monotonic() + 10.0
+    while slow.held == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert slow.held == 1  # the reaper's delete is under way
+    store.close()
+    left = httpx.post(
+        server.query_url,
+        data={"query": "ASK { GRAPH <urn:rdfmem:graph:leases> { ?s ?p ?o } }"},
+        headers={"Accept": "application/sparql-results+json"},
+        timeout=30,
+    )
+    assert left.json()["boolean"] is False

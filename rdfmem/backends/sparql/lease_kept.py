@@ -42,6 +42,8 @@ class KeptClaims:
     GAPS = 2.0
     #: … and never less than this (nor more than ``linger_s``).
     FLOOR_S = 0.05
+    #: ``close`` waits at most this long for the deletes the reaper has under way.
+    CLOSE_WAIT_S = 10.0
 
     def __init__(
         self, *, linger_s: float, spare_s: float, delete: Callable[[Sequence[Claim]], None]
@@ -120,13 +122,18 @@ class KeptClaims:
             self._cond.notify_all()
 
     def close(self) -> list[Claim]:
-        """Keep nothing from now on; return the idle claims (for the caller to delete)."""
+        """Keep nothing from now on; return the idle claims (for the caller to delete),
+        once the claims the reaper is deleting now are deleted (at most ``CLOSE_WAIT_S``):
+        the caller closes the connection next, and a delete cut off there would leave its
+        claim on the server until its ttl, making other clients wait for it."""
         with self._cond:
             self._closed = True
             claims = [claim for claim, _ in self._idle.values()]
             self._idle.clear()
             self._brief.clear()
             self._cond.notify_all()
+            if self._reaper is not threading.current_thread():
+                self._cond.wait_for(lambda: not self._dying, timeout=self.CLOSE_WAIT_S)
             return claims
 
     def _note_gap(self, claim: Claim, gap: float) -> None:
@@ -178,6 +185,7 @@ class KeptClaims:
                 self._delete(due)
             with self._cond:
                 self._dying.difference_update(c.token for c in due)
+                self._cond.notify_all()  # (``close`` may be waiting for them)
 
 
 @atexit.register
