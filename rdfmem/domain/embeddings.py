@@ -34,7 +34,7 @@ import os
 import re
 import unicodedata
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -551,16 +551,24 @@ class VectorIndex:
         # and joined), and Virtuoso answers (it finds nothing in ``GRAPH <g>`` here).
         values = " ".join(sparql_term(NamedNode(s)) for s in subjects)
         g = sparql_term(NamedNode(graph))
-        return self._rows(
+        sparql = (
             f"SELECT ?s ?v WHERE {{ GRAPH ?g {{ VALUES ?s {{ {values} }} "
-            f"?s {sparql_term(self.predicate)} ?v }} FILTER(?g = {g}) }}",
-            graph,
-            subjects,
+            f"?s {sparql_term(self.predicate)} ?v }} FILTER(?g = {g}) }}"
         )
+        # Answered from the subjects' triples when the backend knows them
+        # (``rdfmem.store.known_rows``: an attached process's own writes).
+        rows: Any
+        if subjects:
+            rows = subject_rows(
+                self.store, NamedNode(graph), [NamedNode(s) for s in subjects], sparql
+            )
+        else:
+            rows = own_rows(self.store, sparql)
+        return _vectors((graph, row["s"], row["v"]) for row in rows)
 
     def _entries(self, graphs: Sequence[NamedNode]) -> Iterator[tuple[str, str, Vector]]:
-        # Every vector of ``graphs``, kept as ``_rows`` keeps them; the rows are read as
-        # tuples (``own_table``: a whole read makes no dict a row).
+        # Every vector of ``graphs``; the rows are read as tuples (``own_table``: a whole
+        # read makes no dict a row).
         values = " ".join(sparql_term(g) for g in graphs)
         names, rows = own_table(
             self.store,
@@ -568,31 +576,14 @@ class VectorIndex:
             f"GRAPH ?g {{ ?s {sparql_term(self.predicate)} ?v }} }}",
         )
         g, s, v = names.index("g"), names.index("s"), names.index("v")
-        for row in rows:
-            subject = row[s]
-            if isinstance(subject, NamedNode):
-                vector = vector_of(row[v])
-                if vector is not None:
-                    yield row[g].value, subject.value, vector
+        return _vectors((row[g].value, row[s], row[v]) for row in rows)
 
-    def _rows(
-        self, sparql: str, graph: str | None = None, subjects: Sequence[str] = ()
-    ) -> Iterator[tuple[str, str, Vector]]:
-        """The vectors of a query's ``?s ?v`` rows in ``graph`` (``?g`` when None); a query of
-        some ``subjects`` of ``graph`` is answered from their triples when the backend
-        knows them (``rdfmem.store.known_rows``: an attached process's own writes)."""
-        rows: Any
-        if subjects and graph is not None:
-            rows = subject_rows(
-                self.store, NamedNode(graph), [NamedNode(s) for s in subjects], sparql
-            )
-        else:
-            rows = own_rows(self.store, sparql)
-        for row in rows:
-            subject, literal = row["s"], row["v"]
-            name = graph if graph is not None else row["g"].value
-            if not isinstance(subject, NamedNode):
-                continue  # a blank node cannot be read back by a later query
-            vector = vector_of(literal)
-            if vector is not None:  # one written by someone else, broken: not searchable
-                yield name, subject.value, vector
+
+def _vectors(rows: Iterable[tuple[str, Any, Any]]) -> Iterator[tuple[str, str, Vector]]:
+    """``(graph, subject, vector)`` of ``(graph, ?s, ?v)`` rows that hold one."""
+    for graph, subject, literal in rows:
+        if not isinstance(subject, NamedNode):
+            continue  # a blank node cannot be read back by a later query
+        vector = vector_of(literal)
+        if vector is not None:  # one written by someone else, broken: not searchable
+            yield graph, subject.value, vector

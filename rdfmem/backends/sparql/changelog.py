@@ -328,12 +328,8 @@ class ChangeLog:
         first, last = low_us // 1_000_000, fresh_us // 1_000_000
         if not first <= last <= expected or expected - first > MAX_BUCKETS:
             return None  # (counted before any list is made: a cursor may be hours old)
-        read = buckets_between(float(last), expected)
-        inside = buckets_between(float(first + 1), float(last - 1)) if last - first > 1 else []
-        edges = buckets_between(float(first), float(first))
-        if last != first:
-            edges += buckets_between(float(last), float(last))
-        return read, inside, edges
+        edges = [bucket_of(first)] if first == last else [bucket_of(first), bucket_of(last)]
+        return buckets_between(last, expected), buckets_between(first + 1, last - 1), edges
 
     def _clocked(self, rows: Sequence[Any]) -> float | None:
         """The server's clock in a look's answer, kept for the next bounded look."""

@@ -74,7 +74,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from pyoxigraph import BlankNode, NamedNode, Quad
@@ -84,6 +84,7 @@ from rdfmem.backends.sparql.answers import (
     ACCEPT,
     RESULTS,
     RETRIES,
+    R,
     answer_rows,
     answer_table,
     answered,
@@ -127,7 +128,6 @@ __all__ = [
     "to_wire",
     "unreachable",
 ]
-R = TypeVar("R")  # a row, as ``answer_rows`` or ``answer_table`` makes it
 
 DEFAULT_GRAPH_IRI = "urn:rdfmem:graph:default"
 LEASE_GRAPH_IRI = "urn:rdfmem:graph:leases"

@@ -123,8 +123,7 @@ def xsd_instant(seconds: float) -> str:
     '1970-01-01T00:00:01.500Z'
     """
     seconds = max(seconds, 0.0)
-    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-    return f"{whole}.{int((seconds % 1) * 1000):03d}Z"
+    return f"{bucket_of(seconds)}.{int((seconds % 1) * 1000):03d}Z"
 
 
 def bucket_of(seconds: float) -> str:
@@ -144,4 +143,4 @@ def buckets_between(low: float, high: float) -> list[str]:
     ['1970-01-01T00:00:09', '1970-01-01T00:00:10', '1970-01-01T00:00:11']
     """
     first, last = int(max(low, 0.0)), int(max(high, 0.0))
-    return [bucket_of(float(k)) for k in range(first, last + 1)]
+    return [bucket_of(k) for k in range(first, last + 1)]
