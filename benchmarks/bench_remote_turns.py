@@ -29,22 +29,18 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import httpx
 from results_io import write_results
-from servers import OxigraphServer
+from servers import OxigraphServer, filed_records
 
 import rdfmem.domain.decision_reader as reader_module
 from rdfmem import DecisionGraph, Edge, Memories, Memory, Node, RdfStore
-from rdfmem.backends.sparql.text import CHANGE_GRAPH_IRI, xsd_instant
 
 HERE = Path(__file__).resolve().parent
-RM = "https://w3id.org/rdfmem#"
 WORDS = [
     "latency",
     "cache",
@@ -190,30 +186,11 @@ def _looks(store: RdfStore) -> tuple[int, int, int]:
     return getattr(log, "bounded", 0), getattr(log, "missed", 0), getattr(own, "answered", 0)
 
 
-def old_records(update_url: str, count: int) -> None:
-    """``count`` change records of other writers, dated over the hour before now, each
-    filed under its second as the server files them: the log an hour of writes leaves
-    (the log keeps an hour)."""
-    now = time.time()
-    for start in range(0, count, 5_000):
-        records = []
-        for i in range(start, min(count, start + 5_000)):
-            at = xsd_instant(now - 3_600.0 + i * 3_500.0 / count)
-            records.append(
-                f"<urn:rdfmem:change:{uuid.uuid4().hex}> <{RM}changedAt> "
-                f'"{at}"^^<http://www.w3.org/2001/XMLSchema#dateTime> ; '
-                f'<{RM}changedIn> "{at[:19]}" ; <{RM}changedGraph> <urn:other> ; '
-                f"<{RM}changedSubject> <urn:other:s{i}> ."
-            )
-        update = f"INSERT DATA {{ GRAPH <{CHANGE_GRAPH_IRI}> {{ {' '.join(records)} }} }}"
-        httpx.post(update_url, data={"update": update}, timeout=600).raise_for_status()
-
-
 def long_log(server: OxigraphServer, records: int, turns: int) -> list[str]:
     """Turns on a server whose change log holds an hour of other writers' records: looks
     that read the seconds since the last look (now) against looks that read the date of
     every record (the same client with the buckets turned off), in alternating rounds."""
-    old_records(server.update_url, records)
+    filed_records(server.update_url, records, start=time.time() - 3_600.0, span=3_500.0)
     stores = {name: server.connect(change_log=True) for name in ("seconds", "every date")}
     stores["every date"].backend._log._buckets = lambda low, fresh: None  # type: ignore[attr-defined]
     steps: dict[str, Steps] = {name: {} for name in stores}

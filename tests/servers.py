@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import pytest
 from conftest import need
 
 from rdfmem import RdfStore, RemoteStore
+from rdfmem.backends.sparql.text import CHANGE_GRAPH_IRI, xsd_instant
 
 #: The ini Debian's virtuoso-opensource installs; each test server runs on a copy of it.
 _VIRTUOSO_INI = "/etc/virtuoso-opensource-7/virtuoso.ini"
@@ -371,6 +373,25 @@ def requests_of(store: RdfStore, call: Callable[[], Any]) -> tuple[int, Any]:
     finally:
         client.event_hooks["request"].remove(count)
     return sent[0], answer
+
+
+def filed_records(update_url: str, count: int, *, start: float, span: float) -> None:
+    """``count`` change records of other writers, dated evenly over ``span`` seconds from
+    ``start`` and each filed under its second as a server files them (``rm:changedIn``):
+    the log other clients leave over that time."""
+    rm = "https://w3id.org/rdfmem#"
+    xsd = "http://www.w3.org/2001/XMLSchema#dateTime"
+    for first in range(0, count, 5_000):
+        records = []
+        for i in range(first, min(count, first + 5_000)):
+            at = xsd_instant(start + i * span / count)
+            records.append(
+                f'<urn:rdfmem:change:{uuid.uuid4().hex}> <{rm}changedAt> "{at}"^^<{xsd}> ; '
+                f'<{rm}changedIn> "{at[:19]}" ; <{rm}changedGraph> <urn:other> ; '
+                f"<{rm}changedSubject> <urn:other:s{i}> ."
+            )
+        update = f"INSERT DATA {{ GRAPH <{CHANGE_GRAPH_IRI}> {{ {' '.join(records)} }} }}"
+        httpx.post(update_url, data={"update": update}, timeout=600).raise_for_status()
 
 
 def pytest_configure(config: pytest.Config) -> None:

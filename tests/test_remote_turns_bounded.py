@@ -11,7 +11,7 @@ import uuid
 import httpx
 import pytest
 from pyoxigraph import NamedNode
-from servers import Server
+from servers import Server, filed_records
 
 from rdfmem import RdfStore
 from rdfmem.backends.sparql.text import (
@@ -145,22 +145,6 @@ def test_followers_stay_exact_while_looks_are_bounded(oxigraph: Server) -> None:
     reader.close()
 
 
-def old_records(server: Server, count: int, *, hour_ago: float) -> None:
-    """``count`` records of other writers, dated over the hour before ``hour_ago`` + 1 h
-    less two minutes, each filed under its second as the server files them."""
-    for start in range(0, count, 2_000):
-        records = []
-        for i in range(start, min(count, start + 2_000)):
-            at = xsd_instant(hour_ago + i * (3_600.0 - 120.0) / count)
-            records.append(
-                f"<urn:rdfmem:change:{uuid.uuid4().hex}> {CHANGED_AT} "
-                f'"{at}"^^<{XSD_DATETIME}> ; {CHANGED_IN} "{at[:19]}" ; '
-                f"{CHANGED_GRAPH} <urn:old> ; {CHANGED_SUBJECT} <{EX}old{i}> ."
-            )
-        update = f"INSERT DATA {{ GRAPH <{CHANGE_GRAPH_IRI}> {{ {' '.join(records)} }} }}"
-        httpx.post(server.update_url, data={"update": update}, timeout=60).raise_for_status()
-
-
 def test_a_look_reads_the_seconds_since_the_last_look_not_the_whole_log(
     oxigraph: Server,
 ) -> None:
@@ -169,7 +153,7 @@ def test_a_look_reads_the_seconds_since_the_last_look_not_the_whole_log(
     look that read the date of every record cost the server 27 ms at 20,000 records and
     grew with the log.)"""
     writer, reader = oxigraph.connect(change_log=True), oxigraph.connect(change_log=True)
-    old_records(oxigraph, 3_000, hour_ago=time.time() - 3_600.0)
+    filed_records(oxigraph.update_url, 3_000, start=time.time() - 3_600.0, span=3_480.0)
     first = reader.backend.changes_since()  # type: ignore[attr-defined]
     assert first.everything
     sent: list[bytes] = []
